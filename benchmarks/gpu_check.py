@@ -1,0 +1,162 @@
+"""GPU check: every torch estimator on CUDA against the CPU, in one short run.
+
+For each torch estimator of the registry (plus the backend's reference regressor
+from tests/toy_estimators.py) it
+
+1. fits with ``device="cuda"`` and ``device="cpu"`` on the same data and seed and
+   compares the predictions: continuous outputs must agree within
+   ``||gpu - cpu|| / ||cpu|| <= 0.05`` (training runs in float32 and GPU kernels
+   round differently, so the two fits follow slightly different paths), labels
+   must agree on at least 95% of the samples;
+2. pickles the CUDA-fitted model, unpickles it in a new process with CUDA hidden
+   (``CUDA_VISIBLE_DEVICES=""``) and checks its predictions equal the GPU
+   model's within ``rtol=1e-4`` (same weights; float32 on the GPU against
+   float64 on the CPU);
+3. times a fit plus a prediction on the CPU and on the GPU at a size where the
+   GPU should win (the estimator's ``_gpu_check_params()`` when it has one).
+
+``GPU_CHECK_DRY_RUN=1`` runs the same steps with "cpu" standing in for "cuda"
+and a tenth of the timing size, to try the script on a machine without a GPU.
+
+It writes one JSON report (``$OUT/gpu_check.json`` when ``OUT`` is set, else
+``benchmarks/results/gpu_check.json``) and finishes within 5 minutes. Without
+CUDA it says so and exits 0.
+"""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+REL_TOL, LABEL_AGREEMENT, PICKLE_RTOL = 0.05, 0.95, 1e-4
+BUDGET_SECONDS = 280
+DRY_RUN = os.environ.get("GPU_CHECK_DRY_RUN") == "1"
+GPU = "cpu" if DRY_RUN else "cuda"
+
+
+def _report_path():
+    out = os.environ.get("OUT")
+    folder = Path(out) if out else ROOT / "benchmarks" / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "gpu_check.json"
+
+
+def _torch_estimators():
+    from toy_estimators import ToyTorchRegressor
+
+    from sklearn_ext.base import is_torch_estimator
+    from sklearn_ext.utils.discovery import all_estimators
+
+    found = [(n, c) for n, c in all_estimators() if is_torch_estimator(c)]
+    return [("ToyTorchRegressor (backend reference)", ToyTorchRegressor), *found]
+
+
+def _agreement(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "fc" and not np.array_equal(a, np.round(a)):
+        rel = float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-12))
+        return {"relative_error": rel, "ok": rel <= REL_TOL}
+    share = float(np.mean(a == b))
+    return {"label_agreement": share, "ok": share >= LABEL_AGREEMENT}
+
+
+def _unpickle_without_cuda(model, X):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.pkl"
+        path.write_bytes(pickle.dumps((model, X)))
+        code = (
+            "import pickle, sys, warnings, numpy as np;"
+            f"sys.path.insert(0, {str(ROOT / 'tests')!r});"
+            "warnings.simplefilter('ignore');"
+            f"est, X = pickle.loads(open({str(path)!r}, 'rb').read());"
+            "import torch; assert not torch.cuda.is_available();"
+            f"np.save({str(Path(tmp) / 'pred.npy')!r}, est.predict(X))"
+        )
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        return np.load(Path(tmp) / "pred.npy")
+
+
+def check_estimator_on_gpu(name, cls):
+    from sklearn.base import clone
+
+    from sklearn_ext.utils._testing import instances_of, make_test_data
+
+    row = {"estimator": name}
+    base = next(instances_of(cls))
+    X, y = make_test_data(base, n_samples=400, n_features=8, random_state=0)
+    params = {"random_state": 0} if "random_state" in base.get_params() else {}
+    gpu = clone(base).set_params(device=GPU, **params).fit(X, y)
+    cpu = clone(base).set_params(device="cpu", **params).fit(X, y)
+    p_gpu, p_cpu = gpu.predict(X), cpu.predict(X)
+    row["cpu_vs_gpu"] = _agreement(p_gpu, p_cpu)
+
+    p_unpickled = _unpickle_without_cuda(gpu, X)
+    ok = np.allclose(p_unpickled, p_gpu, rtol=PICKLE_RTOL, atol=1e-6)
+    row["pickle_to_cpu"] = {"ok": bool(ok)}
+
+    big = getattr(cls, "_gpu_check_params", None)
+    big_params, n_big = big() if big else (base.get_params(), 20_000)
+    n_big = n_big // 10 if DRY_RUN else n_big
+    est = cls(**big_params)
+    Xb, yb = make_test_data(est, n_samples=n_big, n_features=32, random_state=1)
+    timings = {}
+    for key, device in (("cpu", "cpu"), ("cuda", GPU)):
+        model = clone(est).set_params(device=device)
+        start = time.perf_counter()
+        model.fit(Xb, yb).predict(Xb)
+        timings[key] = time.perf_counter() - start
+    row["timing"] = {
+        "n_samples": n_big,
+        "cpu_seconds": timings["cpu"],
+        "gpu_seconds": timings["cuda"],
+        "speedup": timings["cpu"] / timings["cuda"],
+    }
+    row["ok"] = row["cpu_vs_gpu"]["ok"] and row["pickle_to_cpu"]["ok"]
+    return row
+
+
+def main():
+    import torch
+
+    report = {"cuda": torch.cuda.is_available(), "torch": torch.__version__}
+    report["dry_run"] = DRY_RUN
+    if not (torch.cuda.is_available() or DRY_RUN):
+        print("gpu_check: CUDA is not available on this machine; nothing to check.")
+        return 0
+    report["device_name"] = (
+        "cpu (dry run)" if DRY_RUN else torch.cuda.get_device_name(0)
+    )
+    start = time.perf_counter()
+    rows = []
+    for name, cls in _torch_estimators():
+        if time.perf_counter() - start > BUDGET_SECONDS:
+            rows.append({"estimator": name, "ok": False, "error": "time budget spent"})
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows.append(check_estimator_on_gpu(name, cls))
+        except Exception as exc:  # report every estimator, then fail at the end
+            rows.append({"estimator": name, "ok": False, "error": repr(exc)})
+        print(json.dumps(rows[-1]), flush=True)
+    report["rows"] = rows
+    report["seconds"] = time.perf_counter() - start
+    path = _report_path()
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"gpu_check: wrote {path}; {sum(r['ok'] for r in rows)}/{len(rows)} ok")
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Command line: ``python -m sklearn_ext list | demo [NAME] | bench [NAME]``."""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _estimators():
+    from sklearn_ext.utils.discovery import all_estimators
+
+    return all_estimators()
+
+
+def _family(cls):
+    return cls.__module__.split(".")[1]
+
+
+def _table(header, rows):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    lines = [" | ".join(str(x).ljust(w) for x, w in zip(r, widths)) for r in [header]]
+    lines.append("-+-".join("-" * w for w in widths))
+    lines += [" | ".join(str(x).ljust(w) for x, w in zip(r, widths)) for r in rows]
+    return "\n".join(lines)
+
+
+def _select(name):
+    estimators = _estimators()
+    if name is None:
+        return estimators
+    chosen = [(n, c) for n, c in estimators if n.lower() == name.lower()]
+    if not chosen:
+        known = ", ".join(n for n, _ in estimators) or "none yet"
+        raise SystemExit(_usage_error(f"unknown estimator {name!r} (known: {known})"))
+    return chosen
+
+
+def _usage_error(message):
+    print(f"python -m sklearn_ext: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_list(args):
+    """Print the table of estimators."""
+    from sklearn_ext.base import is_torch_estimator
+
+    rows = [
+        (name, _family(cls), cls._paper, "yes" if is_torch_estimator(cls) else "no")
+        for name, cls in _estimators()
+    ]
+    print(_table(("name", "family", "paper", "GPU"), rows))
+    if not rows:
+        print("(no estimators registered yet)")
+    return 0
+
+
+def run_demo(cls):
+    """Run ``cls._demo()`` and time it.
+
+    ``_demo()`` fits the estimator on bundled or generated data and returns a dict
+    with keys ``data``, ``metric``, ``score``, ``baseline`` (a plain scikit-learn
+    estimator on the same data) and ``baseline_score``.
+    """
+    start = time.perf_counter()
+    result = dict(cls._demo())
+    result["seconds"] = time.perf_counter() - start
+    return result
+
+
+def cmd_demo(args):
+    """Run the short demo of one estimator or of all of them."""
+    rows = []
+    for name, cls in _select(args.name):
+        r = run_demo(cls)
+        rows.append(
+            (
+                name,
+                r["data"],
+                r["metric"],
+                f"{r['score']:.3f}",
+                r["baseline"],
+                f"{r['baseline_score']:.3f}",
+                f"{r['seconds']:.1f}",
+            )
+        )
+        print(
+            f"{name}: {r['metric']} {r['score']:.3f} "
+            f"(baseline {r['baseline']}: {r['baseline_score']:.3f})",
+            flush=True,
+        )
+    if not rows:
+        print("No estimators are registered yet: nothing to demo.")
+        return 0
+    header = ("estimator", "data", "metric", "score", "baseline", "baseline score", "s")
+    print()
+    print(_table(header, rows))
+    return 0
+
+
+def cmd_bench(args):
+    """Run ``benchmarks/bench_<name>.py`` (all of them without a name)."""
+    if not BENCH_DIR.is_dir():
+        return _usage_error(
+            f"no benchmarks folder at {BENCH_DIR}; benchmarks run from a source "
+            "checkout of sklearn_ext"
+        )
+    if args.name is None:
+        scripts = sorted(BENCH_DIR.glob("bench_*.py"))
+    else:
+        stem = args.name
+        for name, cls in _estimators():
+            if name.lower() == args.name.lower():
+                stem = cls._bench_name
+        scripts = [BENCH_DIR / f"bench_{stem}.py"]
+        if not scripts[0].exists():
+            return _usage_error(f"{scripts[0].name} does not exist in {BENCH_DIR}")
+    status = 0
+    for script in scripts:
+        print(f"== {script.name}", flush=True)
+        status = max(status, subprocess.call([sys.executable, str(script)]))
+    return status
+
+
+def main(argv=None):
+    """Entry point of ``python -m sklearn_ext`` and the ``sklearn-ext`` script."""
+    parser = argparse.ArgumentParser(
+        prog="python -m sklearn_ext",
+        description="Recent machine-learning methods as scikit-learn estimators.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="table of estimators").set_defaults(func=cmd_list)
+    demo = sub.add_parser("demo", help="run the short demos beside a baseline")
+    demo.add_argument("name", nargs="?", help="estimator name (default: all)")
+    demo.set_defaults(func=cmd_demo)
+    bench = sub.add_parser("bench", help="run benchmarks/bench_<name>.py")
+    bench.add_argument("name", nargs="?", help="method or estimator (default: all)")
+    bench.set_defaults(func=cmd_bench)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

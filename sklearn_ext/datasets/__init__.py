@@ -1,0 +1,9 @@
+"""Bundled data sets and generators of synthetic data."""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from sklearn_ext.datasets._mfeat import load_mfeat
+from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
+
+__all__ = ["load_mfeat", "make_multiview_blobs", "mask_views"]

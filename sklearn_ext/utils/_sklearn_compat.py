@@ -1,0 +1,56 @@
+"""The one place where sklearn_ext touches scikit-learn's private API.
+
+Everything private that the package needs from scikit-learn is imported here and
+only here, so that an upgrade of scikit-learn changes this file and no other.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import inspect
+
+import sklearn
+from sklearn.base import _fit_context
+from sklearn.model_selection._search import BaseSearchCV
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Hidden,
+    Interval,
+    InvalidParameterError,
+    Options,
+    StrOptions,
+    validate_params,
+)
+from sklearn.utils.estimator_checks import parametrize_with_checks as _pwc
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+SKLEARN_VERSION = sklearn.__version__
+
+__all__ = [
+    "SKLEARN_VERSION",
+    "BaseSearchCV",
+    "HasMethods",
+    "Hidden",
+    "Interval",
+    "InvalidParameterError",
+    "Options",
+    "StrOptions",
+    "_fit_context",
+    "check_is_fitted",
+    "parametrize_with_checks",
+    "validate_data",
+    "validate_params",
+]
+
+
+def parametrize_with_checks(estimators, *, expected_failed_checks=None):
+    """Parametrize a test over scikit-learn's checks, with strict expected failures.
+
+    ``xfail_strict=True`` (scikit-learn >= 1.8) makes a check listed as an expected
+    failure that starts to pass fail the run, so that its entry must be removed.
+    On older scikit-learn the failures are expected but not strict.
+    """
+    kwargs = {"expected_failed_checks": expected_failed_checks}
+    if "xfail_strict" in inspect.signature(_pwc).parameters:
+        kwargs["xfail_strict"] = True
+    return _pwc(estimators, **kwargs)

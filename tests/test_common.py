@@ -1,0 +1,241 @@
+"""Every estimator through scikit-learn's checks and sklearn_ext's own contract.
+
+The estimators come from ``all_estimators()``; their small parameters from each
+class's ``_get_test_params()``; the checks they cannot pass from the
+``_expected_failed_checks`` declared in their module (strict: a listed check that
+passes fails here). The backend's toy regressor (tests/toy_estimators.py) runs
+through the same harness, so the harness itself is exercised before any method
+lands.
+"""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import get_tags
+from sklearn.utils.estimator_checks import check_param_validation
+from toy_estimators import ToyTorchRegressor
+
+from sklearn_ext.utils._sklearn_compat import parametrize_with_checks
+from sklearn_ext.utils._testing import (
+    METHOD_CONTRACT,
+    estimators_to_check,
+    expected_failed_checks,
+    make_test_data,
+    predictions,
+    unregistered_estimators,
+)
+from sklearn_ext.utils.discovery import all_estimators
+
+TESTS_DIR = Path(__file__).parent
+ROOT = TESTS_DIR.parent
+
+REGISTERED = all_estimators()
+ESTIMATORS = [
+    *estimators_to_check(),
+    *estimators_to_check([("Toy", ToyTorchRegressor)]),
+]
+
+
+def _id(estimator):
+    return type(estimator).__name__
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+# --- the registry --------------------------------------------------------------
+
+
+def test_every_estimator_module_is_registered():
+    """A method whose class is not re-exported would escape every check below."""
+    assert unregistered_estimators() == []
+
+
+def test_unregistered_estimator_is_detected(tmp_path, monkeypatch):
+    """The scan above really finds a class that a family forgot to re-export."""
+    pkg = tmp_path / "fakepkg"
+    (pkg / "fam").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "fam" / "__init__.py").write_text("from fakepkg.fam._a import Shown\n")
+    (pkg / "fam" / "_a.py").write_text(
+        "from sklearn.base import BaseEstimator\n"
+        "class Shown(BaseEstimator):\n    pass\n"
+    )
+    (pkg / "fam" / "_b.py").write_text(
+        "from sklearn.base import BaseEstimator\n"
+        "class Hidden(BaseEstimator):\n    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fakepkg.fam
+
+    found = unregistered_estimators("fakepkg", registered={fakepkg.fam.Shown})
+    assert found == ["fakepkg.fam._b.Hidden"]
+
+
+@pytest.mark.parametrize("name, cls", REGISTERED, ids=[n for n, _ in REGISTERED])
+def test_estimator_meets_method_contract(name, cls):
+    assert not name.lower().startswith("base")
+    missing = [attr for attr in METHOD_CONTRACT if not hasattr(cls, attr)]
+    assert not missing, f"{name} lacks {missing}"
+    assert (ROOT / "benchmarks" / f"bench_{cls._bench_name}.py").exists()
+    doc = cls.__doc__ or ""
+    assert "References" in doc and "Examples" in doc, f"{name} docstring incomplete"
+    for check, reason in expected_failed_checks(cls()).items():
+        assert check.startswith("check_") and len(reason) > 10, (check, reason)
+
+
+# --- scikit-learn's checks -----------------------------------------------------
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_check_param_validation(estimator):
+    check_param_validation(type(estimator).__name__, estimator)
+
+
+# --- sklearn_ext's own checks ----------------------------------------------------
+
+
+def _fit(estimator, X, y):
+    return estimator.fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_clone_keeps_params_and_drops_fit(estimator):
+    X, y = make_test_data(estimator)
+    fitted = _fit(clone(estimator), X, y)
+    copy = clone(fitted)
+    assert copy.get_params() == estimator.get_params()
+    assert not any(k.endswith("_") and not k.startswith("__") for k in vars(copy))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_pickle_in_fresh_process(estimator, tmp_path):
+    """Unpickled in a new interpreter with CUDA hidden, predictions are identical."""
+    X, y = make_test_data(estimator)
+    fitted = _fit(clone(estimator), X, y)
+    expected = predictions(fitted, X)
+    assert expected, "the estimator has no inference method"
+    with open(tmp_path / "est.pkl", "wb") as f:
+        pickle.dump((fitted, X), f)
+    script = textwrap.dedent(
+        """
+        import pickle, sys
+        import numpy as np
+        from sklearn_ext.utils._testing import predictions
+        with open(sys.argv[1], "rb") as f:
+            est, X = pickle.load(f)
+        np.savez(sys.argv[2], **predictions(est, X))
+        """
+    )
+    env = {
+        **os.environ,
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONPATH": os.pathsep.join(
+            [str(TESTS_DIR), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    out = tmp_path / "pred.npz"
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "est.pkl"), str(out)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    with np.load(out) as got:
+        assert sorted(got.files) == sorted(expected)
+        for method, values in expected.items():
+            np.testing.assert_array_equal(got[method], values, err_msg=method)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_pipeline_grid_search_parallel(estimator):
+    X, y = make_test_data(estimator)
+    steps = [("scale", StandardScaler()), ("est", clone(estimator))]
+    scoring = None
+    if not (is_classifier(estimator) or is_regressor(estimator)):
+        if get_tags(estimator).estimator_type == "clusterer":
+            scoring = "adjusted_rand_score"
+        else:
+            steps.append(("final", LinearRegression()))
+    search = GridSearchCV(
+        Pipeline(steps),
+        {"scale__with_mean": [True, False]},
+        cv=3,
+        n_jobs=2,
+        scoring=scoring,
+        error_score="raise",
+    )
+    search.fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert predictions(search.best_estimator_, X)
+
+
+def _bad_inputs(n_features):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(20, n_features))
+    with_nan = X.copy()
+    with_nan[3, 0] = np.nan
+    with_inf = X.copy()
+    with_inf[2, 1 % n_features] = np.inf
+    return {
+        "nan": (with_nan, r"NaN"),
+        "inf": (with_inf, r"[Ii]nfinity|inf"),
+        "empty": (np.empty((0, n_features)), r"0 sample"),
+        "1d": (X[:, 0], r"Expected 2D|1D|1-D|one-dimensional|2D"),
+        "3d": (X.reshape(20, n_features, 1), r"dim|2D|3D|3-D"),
+        "strings": (
+            np.where(X > 0, "high", "low").astype(object),
+            r"string|str|numeric|convert",
+        ),
+    }
+
+
+BAD_CASES = ["nan", "inf", "empty", "1d", "3d", "strings"]
+
+
+@pytest.mark.parametrize("case", BAD_CASES)
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_bad_input_at_fit(estimator, case):
+    X, y = make_test_data(estimator)
+    if case == "nan" and get_tags(estimator).input_tags.allow_nan:
+        pytest.skip("NaN is allowed (it marks a missing view)")
+    bad, message = _bad_inputs(X.shape[1])[case]
+    y_bad = y[: len(bad)] if len(bad) <= len(y) else y
+    with pytest.raises((ValueError, TypeError), match=message):
+        clone(estimator).fit(bad, y_bad)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_bad_input_at_predict(estimator):
+    X, y = make_test_data(estimator)
+    fitted = _fit(clone(estimator), X, y)
+    wrong = np.ones((5, X.shape[1] + 1))
+    for method in ("predict", "predict_proba", "decision_function", "transform"):
+        if hasattr(fitted, method):
+            with pytest.raises(ValueError, match=r"features"):
+                getattr(fitted, method)(wrong)
+    X_before = X.copy()
+    predictions(fitted, X)
+    np.testing.assert_array_equal(X, X_before)

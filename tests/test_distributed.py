@@ -1,0 +1,53 @@
+"""Searches run on a dask.distributed cluster through joblib's dask backend."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    )
+    with cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _search():
+    from toy_estimators import ToyTorchRegressor
+
+    grid = {"hidden": [4, 16], "learning_rate_init": [1e-2, 3e-2]}
+    return GridSearchCV(
+        ToyTorchRegressor(max_iter=30, device="cpu", random_state=0),
+        grid,
+        cv=3,
+        n_jobs=-1,
+    )
+
+
+def test_grid_search_through_dask_matches_local_run(client):
+    import joblib
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(120, 4, noise=0.5, random_state=0)
+    client.upload_file(__file__.replace("test_distributed.py", "toy_estimators.py"))
+    with distributed.get_task_stream(client) as tasks, joblib.parallel_backend("dask"):
+        remote = _search().fit(X, y)
+    # The 4 candidates x 3 folds ran as tasks on the cluster's worker processes.
+    workers = {t["worker"] for t in tasks.data}
+    assert len(tasks.data) >= 12 and workers <= set(client.scheduler_info()["workers"])
+    local = _search().set_params(n_jobs=1).fit(X, y)
+    assert remote.best_params_ == local.best_params_
+    np.testing.assert_allclose(
+        remote.cv_results_["mean_test_score"],
+        local.cv_results_["mean_test_score"],
+        rtol=1e-6,
+    )
