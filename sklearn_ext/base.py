@@ -195,7 +195,25 @@ class TorchMixin:
 
 
 def is_torch_estimator(estimator):
-    """Return True if ``estimator`` (an instance or a class) computes with torch."""
+    """Return True if ``estimator`` (an instance or a class) computes with torch.
+
+    Parameters
+    ----------
+    estimator : estimator instance or class
+        The estimator to test.
+
+    Returns
+    -------
+    bool
+        Whether the estimator derives from :class:`TorchMixin`.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn_ext.base import is_torch_estimator
+    >>> is_torch_estimator(Ridge())
+    False
+    """
     cls = estimator if isinstance(estimator, type) else type(estimator)
     return issubclass(cls, TorchMixin)
 

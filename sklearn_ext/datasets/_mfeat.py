@@ -41,6 +41,7 @@ def load_mfeat(*, return_X_y=False):
         ``views`` parameter), ``view_names``, ``feature_names`` (``"fou_0"``, ...),
         ``target_names`` and ``DESCR`` (description, source, citation, licence).
     (data, target) : tuple if ``return_X_y`` is True
+        The ``data`` and ``target`` arrays described above.
 
     References
     ----------

@@ -42,6 +42,7 @@ def mask_views(X, views, missing_rate, random_state=None):
     missing_rate : float in [0, 1]
         Fraction of samples that lose at least one view.
     random_state : int, RandomState instance or None, default=None
+        Seed or generator of the random choice of samples and views.
 
     Returns
     -------
@@ -110,9 +111,11 @@ def make_multiview_blobs(
     Parameters
     ----------
     n_samples : int, default=300
+        Number of samples.
     view_sizes : list or tuple of int, default=(10, 10, 10)
         Number of columns of each view.
     n_clusters : int, default=3
+        Number of clusters (classes of ``y``).
     latent_dim : int, default=None
         Dimension of the shared latent space; defaults to ``max(2, n_clusters)``.
     separation : float, default=3.0
@@ -123,6 +126,7 @@ def make_multiview_blobs(
     missing_rate : float in [0, 1], default=0.0
         Fraction of samples that lose at least one view (see :func:`mask_views`).
     random_state : int, RandomState instance or None, default=None
+        Seed or generator of every random draw.
 
     Returns
     -------

@@ -137,6 +137,7 @@ def observed_views(X, views, *, require_one=True):
     Returns
     -------
     observed : ndarray of bool, shape (n_samples, n_views)
+        True where the sample has the view.
 
     Raises
     ------
