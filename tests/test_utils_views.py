@@ -89,3 +89,23 @@ def test_sample_without_views_is_named():
     with pytest.raises(ValueError, match=r"sample\(s\) 2 have no observed view"):
         observed_views(X, views)
     assert not observed_views(X, views, require_one=False)[2].any()
+
+
+def test_multiview_mixin_parses_views_once_and_allows_nan():
+    from sklearn.base import BaseEstimator
+    from sklearn.utils import get_tags
+
+    from sklearn_ext.base import MultiViewMixin
+
+    class Probe(MultiViewMixin, BaseEstimator):
+        def __init__(self, views=None):
+            self.views = views
+
+    est = Probe(views=[1, 2])
+    assert get_tags(est).input_tags.allow_nan
+    X = np.array([[1.0, np.nan, np.nan], [np.nan, 2.0, 3.0]])
+    mask = est._validate_views(X, reset=True)
+    np.testing.assert_array_equal(mask, [[True, False], [False, True]])
+    assert [v.tolist() for v in est.views_] == [[0], [1, 2]]
+    with pytest.raises(ValueError, match="add up to 3 columns, but X has 4"):
+        Probe(views=[1, 2])._validate_views(np.ones((2, 4)), reset=True)
