@@ -20,15 +20,17 @@ def _rss_mb():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def measure(fn, repeat=3):
+def measure(fn, repeat=3, warmup=True):
     """Run ``fn()`` ``repeat`` times; median seconds, peak RSS growth, last result.
 
-    One unmeasured warm-up call comes first, so that one-off costs (lazy imports,
-    allocator pools) do not land on whichever candidate runs first. Memory is the
+    One unmeasured warm-up call comes first (unless ``warmup=False``), so that
+    one-off costs (lazy imports, allocator pools) do not land on whichever
+    candidate runs first. Memory is the
     peak resident set size above the level before the call, sampled every 5 ms by
     a thread: it sees numpy's and torch's allocations alike.
     """
-    fn()
+    if warmup:
+        fn()
     times, peaks, result = [], [], None
     for _ in range(repeat):
         base = _rss_mb()

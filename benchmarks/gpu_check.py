@@ -1,7 +1,7 @@
-"""GPU check: every torch estimator on CUDA against the CPU, in one short run.
+"""GPU check: every GPU-capable estimator on CUDA against the CPU, in one short run.
 
-For each torch estimator of the registry (plus the backend's reference regressor
-from tests/toy_estimators.py) it
+For each estimator of the registry that takes a ``device`` parameter (plus the
+backend's reference regressor from tests/toy_estimators.py) it
 
 1. fits with ``device="cuda"`` and ``device="cpu"`` on the same data and seed and
    compares the predictions: continuous outputs must agree within
@@ -54,10 +54,10 @@ def _report_path():
 def _torch_estimators():
     from toy_estimators import ToyTorchRegressor
 
-    from sklearn_ext.base import is_torch_estimator
+    from sklearn_ext.base import supports_gpu
     from sklearn_ext.utils.discovery import all_estimators
 
-    found = [(n, c) for n, c in all_estimators() if is_torch_estimator(c)]
+    found = [(n, c) for n, c in all_estimators() if supports_gpu(c)]
     return [("ToyTorchRegressor (backend reference)", ToyTorchRegressor), *found]
 
 

@@ -62,10 +62,20 @@ def _write_api_reference():
         lines += [".. autosummary::", "   :toctree: generated/", ""]
         lines += [f"   {n}" for n in names] + [""]
     sections = {
-        "sklearn_ext.datasets": ["load_mfeat", "make_multiview_blobs", "mask_views"],
+        "sklearn_ext.datasets": [
+            "load_mfeat",
+            "make_graph_multitask",
+            "make_multiview_blobs",
+            "mask_views",
+        ],
         "sklearn_ext.utils": ["check_views", "observed_views"],
         "sklearn_ext.utils.discovery": ["all_estimators"],
-        "sklearn_ext.base": ["TorchMixin", "MultiViewMixin", "is_torch_estimator"],
+        "sklearn_ext.base": [
+            "TorchMixin",
+            "MultiViewMixin",
+            "is_torch_estimator",
+            "supports_gpu",
+        ],
     }
     for module, names in sections.items():
         title = f"``{module}``"

@@ -12,6 +12,7 @@ __version__ = "0.1.0.dev0"
 _submodules = [
     "base",
     "datasets",
+    "linear_model",
     "utils",
 ]
 

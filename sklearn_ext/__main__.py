@@ -50,10 +50,10 @@ def _usage_error(message):
 
 def cmd_list(args):
     """Print the table of estimators."""
-    from sklearn_ext.base import is_torch_estimator
+    from sklearn_ext.base import supports_gpu
 
     rows = [
-        (name, _family(cls), cls._paper, "yes" if is_torch_estimator(cls) else "no")
+        (name, _family(cls), cls._paper, "yes" if supports_gpu(cls) else "no")
         for name, cls in _estimators()
     ]
     print(_table(("name", "family", "paper", "GPU"), rows))

@@ -24,7 +24,7 @@ from sklearn_ext.utils._torch import (
 )
 from sklearn_ext.utils._views import check_views, observed_views
 
-__all__ = ["MultiViewMixin", "TorchMixin", "is_torch_estimator"]
+__all__ = ["MultiViewMixin", "TorchMixin", "is_torch_estimator", "supports_gpu"]
 
 
 @dataclass
@@ -216,6 +216,33 @@ def is_torch_estimator(estimator):
     """
     cls = estimator if isinstance(estimator, type) else type(estimator)
     return issubclass(cls, TorchMixin)
+
+
+def supports_gpu(estimator):
+    """Return True if ``estimator`` (an instance or a class) can run on a GPU.
+
+    That is, if it takes a ``device`` parameter: every torch estimator does, and
+    so do estimators whose numpy solver has a torch path for CUDA.
+
+    Parameters
+    ----------
+    estimator : estimator instance or class
+        The estimator to test.
+
+    Returns
+    -------
+    bool
+        Whether the estimator has a ``device`` parameter.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import Ridge
+    >>> from sklearn_ext.base import supports_gpu
+    >>> supports_gpu(Ridge)
+    False
+    """
+    cls = estimator if isinstance(estimator, type) else type(estimator)
+    return "device" in cls._get_param_names()
 
 
 class MultiViewMixin:

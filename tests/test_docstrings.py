@@ -23,6 +23,7 @@ def _public_objects():
         objects += [f"{module.__name__}.{name}" for name in module.__all__]
     objects.append("sklearn_ext.utils.discovery.all_estimators")
     objects.append("sklearn_ext.base.is_torch_estimator")
+    objects.append("sklearn_ext.base.supports_gpu")
     for name, cls in all_estimators():
         objects.append(f"{cls.__module__}.{name}")
         for meth, _ in inspect.getmembers(cls, inspect.isfunction):

@@ -3,7 +3,8 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from sklearn_ext.datasets._graph_multitask import make_graph_multitask
 from sklearn_ext.datasets._mfeat import load_mfeat
 from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
 
-__all__ = ["load_mfeat", "make_multiview_blobs", "mask_views"]
+__all__ = ["load_mfeat", "make_graph_multitask", "make_multiview_blobs", "mask_views"]
