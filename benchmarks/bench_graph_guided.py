@@ -39,7 +39,7 @@ from sklearn_ext.datasets import make_graph_multitask
 from sklearn_ext.linear_model import GraphGuidedRegressor
 
 ALPHA, N_TASKS, N_FEATURES = 0.05, 30, 20
-PEER_TIMEOUT = 600
+PEER_TIMEOUT = 300
 MAX_PEER_ITER = 20_000
 TARGET = 1e-3
 

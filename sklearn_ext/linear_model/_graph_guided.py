@@ -628,7 +628,7 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
         Device the iterations ran on.
     n_features_in_ : int
         Number of columns of X, task column included.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X has them.
 
     See Also
@@ -789,7 +789,7 @@ class GraphGuidedClassifier(ClassifierMixin, _BaseGraphGuided):
         Device the iterations ran on.
     n_features_in_ : int
         Number of columns of X, task column included.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Column names, when X has them.
 
     See Also
