@@ -23,6 +23,7 @@ from sklearn_ext.linear_model._graph_guided import parse_graph
 from sklearn_ext.linear_model._graph_guided_solver import (
     GraphProblem,
     _NumpyOps,
+    apply_edge_proxes,
     prox_edge,
     prox_graph,
     solve,
@@ -403,6 +404,38 @@ def test_prox_graph_reduces_to_prox_edge_on_one_edge(values, lam):
     )
     a, b = prox_edge(V[0], V[1], lam)
     np.testing.assert_allclose(W, np.vstack([a, b]), atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 40))
+def test_vectorised_edge_rounds_equal_sequential_proxes(seed, n_edges_drawn):
+    """RIP's rounds of node-disjoint edges give exactly the sequential result."""
+    rng = np.random.RandomState(seed)
+    T, m = 7, 12
+    src = rng.randint(0, T - 1, m)
+    dst = np.minimum(src + 1 + rng.randint(0, 3, m), T - 1)
+    W = rng.normal(size=(T, 3))
+    lam = rng.uniform(0, 0.6, m)
+    edges = rng.randint(m, size=n_edges_drawn)
+    expected = W.copy()
+    for e in edges:
+        s, t = src[e], dst[e]
+        expected[s], expected[t] = prox_edge(expected[s], expected[t], lam[e])
+    problem = GraphProblem(
+        X=np.zeros((T, 2)),
+        features=slice(1, None),
+        y=np.zeros(T),
+        task_index=np.arange(T),
+        n_tasks=T,
+        n_outputs=1,
+        loss="squared",
+        src=src,
+        dst=dst,
+        edge_weight=np.ones(m),
+        alpha=1.0,
+    )
+    got = apply_edge_proxes(_NumpyOps(problem), W.copy(), edges, src, dst, lam)
+    np.testing.assert_allclose(got, expected, atol=1e-12)
 
 
 # --- graphs and bad input ---------------------------------------------------------

@@ -184,7 +184,7 @@ class _BaseGraphGuided(BaseEstimator):
         "task_penalty": [StrOptions({"l2", "l1"})],
         "task_alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions({"rip", "prox_sgd"})],
+        "solver": [StrOptions({"prox_sgd", "rip"})],
         "edges_per_step": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -212,7 +212,7 @@ class _BaseGraphGuided(BaseEstimator):
         task_penalty="l2",
         task_alpha=0.0,
         fit_intercept=True,
-        solver="rip",
+        solver="prox_sgd",
         edges_per_step=1,
         batch_size=8,
         eta0="auto",
@@ -564,10 +564,15 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
         Strength of the per-task term.
     fit_intercept : bool, default=True
         Whether each task has an (unpenalised) intercept.
-    solver : {"rip", "prox_sgd"}, default="rip"
-        Stochastic proximal method, see above.
+    solver : {"prox_sgd", "rip"}, default="prox_sgd"
+        Stochastic proximal method, see above. ``"prox_sgd"`` converges in far
+        fewer iterations on graphs of up to thousands of edges; ``"rip"``'s
+        iterations cost O(edges_per_step) whatever the graph's size, which makes
+        it the choice for very large graphs.
     edges_per_step : int, default=1
-        Edge proxes per iteration of ``"rip"``.
+        Edge proxes per iteration of ``"rip"`` (applied in order, vectorised over
+        node-disjoint rounds). One is the textbook method; more reduce the
+        variance that sampling edges adds, at a cost linear in their number.
     batch_size : int, default=8
         Samples drawn (with replacement) from each task per iteration.
     eta0 : "auto" or float, default="auto"
@@ -735,8 +740,8 @@ class GraphGuidedClassifier(ClassifierMixin, _BaseGraphGuided):
         Strength of the per-task term.
     fit_intercept : bool, default=True
         Whether each task has intercepts.
-    solver : {"rip", "prox_sgd"}, default="rip"
-        Stochastic proximal method.
+    solver : {"prox_sgd", "rip"}, default="prox_sgd"
+        Stochastic proximal method, as for the regressor.
     edges_per_step : int, default=1
         Edge proxes per iteration of ``"rip"``.
     batch_size : int, default=8
