@@ -94,11 +94,9 @@ def rates(max_iter):
     for noise in ("gaussian", "student_t"):
         data = _data(N_TASKS * 200, noise, seed=1)
         f_star = _f_star(data)
-        for solver in ("prox_sgd", "rip"):
+        for solver, params in VARIANTS.items():
             start = time.perf_counter()
-            model = _model(
-                data, solver=solver, max_iter=max_iter, record_objective=True
-            )
+            model = _model(data, max_iter=max_iter, record_objective=True, **params)
             model.fit(data.data, data.target)
             seconds = time.perf_counter() - start
             curve = model.objective_curve_
@@ -246,6 +244,8 @@ def _copt(data, threshold):
     # copt's default first step (1.0) is far below 1/L here; give it 1/L of the
     # data term, from the per-task Gram matrices, and let its line search adapt.
     lipschitz = max(np.linalg.eigvalsh(G[t])[-1] for t in range(T)) / n
+    # and a dual step that keeps step * step2 * ||L||^2 = 1.
+    norm_L2 = float(np.linalg.eigvalsh((D.T @ D).toarray())[-1])
 
     def run():
         return copt.minimize_primal_dual(
@@ -254,6 +254,7 @@ def _copt(data, threshold):
             prox_2=penalty.prox,
             L=L,
             step_size=1.0 / lipschitz,
+            step_size2=lipschitz / norm_L2,
             callback=callback,
             max_iter=MAX_PEER_ITER,
             tol=1e-14,

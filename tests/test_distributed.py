@@ -1,5 +1,8 @@
 """Searches run on a dask.distributed cluster through joblib's dask backend."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
@@ -38,7 +41,10 @@ def test_grid_search_through_dask_matches_local_run(client):
     from sklearn.datasets import make_regression
 
     X, y = make_regression(120, 4, noise=0.5, random_state=0)
-    client.upload_file(__file__.replace("test_distributed.py", "toy_estimators.py"))
+    # Let the worker processes import the tests' modules (upload_file would also
+    # re-import them here, replacing the classes this process already holds).
+    tests_dir = str(Path(__file__).parent)
+    client.run(lambda: sys.path.insert(0, tests_dir))
     with distributed.get_task_stream(client) as tasks, joblib.parallel_backend("dask"):
         remote = _search().fit(X, y)
     # The 4 candidates x 3 folds ran as tasks on the cluster's worker processes.

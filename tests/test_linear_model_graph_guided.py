@@ -287,12 +287,19 @@ def test_same_random_state_same_fit_and_tol_stops_early(planted):
         GraphGuidedRegressor(task_column=0, max_iter=60, tol=1e-12).fit(X, y)
 
 
-def test_torch_backend_runs_the_same_iterations():
+@pytest.mark.parametrize("loss", ["squared", "logistic", "softmax"])
+def test_torch_backend_runs_the_same_iterations(loss):
+    """The torch path (the GPU's) draws the same samples and edges as numpy."""
     torch = pytest.importorskip("torch")
     data = make_graph_multitask(
         n_tasks=6, n_groups=2, n_samples_per_task=50, n_features=4, random_state=0
     )
     X, y = data.data, data.target
+    K = 1
+    if loss == "logistic":
+        y = (y > np.median(y)).astype(float)
+    elif loss == "softmax":
+        y, K = np.digitize(y, np.quantile(y, [0.33, 0.66])), 3
     task = X[:, 0].astype(np.intp)
     src, dst, w = parse_graph(data.adjacency, np.arange(6))
     for solver in ("rip", "prox_sgd"):
@@ -302,17 +309,19 @@ def test_torch_backend_runs_the_same_iterations():
             y=y,
             task_index=task,
             n_tasks=6,
-            n_outputs=1,
-            loss="squared",
+            n_outputs=K,
+            loss=loss,
             src=src,
             dst=dst,
             edge_weight=w,
             alpha=0.05,
+            l1=0.01,
         )
         results = [
             solve(
                 problem,
                 solver=solver,
+                edges_per_step=3,
                 max_iter=300,
                 rng=np.random.RandomState(0),
                 device=device,

@@ -448,6 +448,12 @@ class _BaseGraphGuided(BaseEstimator):
         return {"max_iter": 800, "tol": None, "random_state": 0, "device": "cpu"}
 
     @classmethod
+    def _gpu_check_params(cls):
+        """Large iterations (16384-sample batches), where the GPU should win."""
+        params = {"batch_size": 16384, "max_iter": 300, "tol": None, "random_state": 0}
+        return params, 200_000
+
+    @classmethod
     def _demo(cls):
         """Planted task groups, few noisy samples per task: graph vs per-task fits."""
         from sklearn.model_selection import train_test_split
