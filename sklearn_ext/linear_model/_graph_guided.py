@@ -222,7 +222,7 @@ class _BaseGraphGuided(BaseEstimator):
         average=False,
         record_objective=False,
         inner_max_iter=50,
-        inner_tol=1e-4,
+        inner_tol=1e-2,
         device="auto",
         random_state=None,
         verbose=0,
@@ -322,21 +322,14 @@ class _BaseGraphGuided(BaseEstimator):
         device = resolve_device(self.device)
         return None if device.type == "cpu" else device
 
-    def _fit_problem(self, X, y_encoded, loss, n_outputs):
-        feats, labels = self._split(X, fitting=True)
-        self.tasks_, task_index = np.unique(labels, return_inverse=True)
-        T = len(self.tasks_)
-        if self.task_column is None:
-            src = dst = np.zeros(0, dtype=np.intp)
-            weight = np.zeros(0)
-        else:
-            src, dst, weight = parse_graph(self.graph, self.tasks_)
-        problem = GraphProblem(
+    def _problem(self, X, feats, y_enc, task_index, loss, n_outputs, src, dst, weight):
+        """The optimisation problem of these parameters on this data."""
+        return GraphProblem(
             X=X,
             features=feats,
-            y=y_encoded,
-            task_index=task_index.astype(np.intp),
-            n_tasks=T,
+            y=y_enc,
+            task_index=np.asarray(task_index, dtype=np.intp),
+            n_tasks=len(self.tasks_),
             n_outputs=n_outputs,
             loss=loss,
             src=src,
@@ -346,6 +339,19 @@ class _BaseGraphGuided(BaseEstimator):
             l2=float(self.task_alpha) if self.task_penalty == "l2" else 0.0,
             l1=float(self.task_alpha) if self.task_penalty == "l1" else 0.0,
             fit_intercept=self.fit_intercept,
+        )
+
+    def _fit_problem(self, X, y_encoded, loss, n_outputs):
+        feats, labels = self._split(X, fitting=True)
+        self.tasks_, task_index = np.unique(labels, return_inverse=True)
+        T = len(self.tasks_)
+        if self.task_column is None:
+            src = dst = np.zeros(0, dtype=np.intp)
+            weight = np.zeros(0)
+        else:
+            src, dst, weight = parse_graph(self.graph, self.tasks_)
+        problem = self._problem(
+            X, feats, y_encoded, task_index, loss, n_outputs, src, dst, weight
         )
         self.edges_ = np.column_stack([self.tasks_[src], self.tasks_[dst]])
         self.edge_weights_ = weight
@@ -420,21 +426,18 @@ class _BaseGraphGuided(BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         feats, labels = self._split(X, fitting=False)
-        problem = GraphProblem(
-            X=X,
-            features=feats,
-            y=self._encode_targets(np.asarray(y)),
-            task_index=self._task_indices(labels),
-            n_tasks=len(self.tasks_),
-            n_outputs=self._W.shape[1],
-            loss=self._loss,
-            src=np.searchsorted(self.tasks_, self.edges_[:, 0]),
-            dst=np.searchsorted(self.tasks_, self.edges_[:, 1]),
-            edge_weight=self.edge_weights_,
-            alpha=float(self.alpha),
-            l2=float(self.task_alpha) if self.task_penalty == "l2" else 0.0,
-            l1=float(self.task_alpha) if self.task_penalty == "l1" else 0.0,
-            fit_intercept=self.fit_intercept,
+        src = np.searchsorted(self.tasks_, self.edges_[:, 0])
+        dst = np.searchsorted(self.tasks_, self.edges_[:, 1])
+        problem = self._problem(
+            X,
+            feats,
+            self._encode_targets(np.asarray(y)),
+            self._task_indices(labels),
+            self._loss,
+            self._W.shape[1],
+            src,
+            dst,
+            self.edge_weights_,
         )
         return objective(problem, self._W, self._B)
 
@@ -602,9 +605,9 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
         ``objective_curve_``.
     inner_max_iter : int, default=50
         Maximum dual iterations of the prox of ``"prox_sgd"``.
-    inner_tol : float, default=1e-4
+    inner_tol : float, default=1e-2
         The prox's dual iterations stop when the primal point moves by less than
-        ``inner_tol`` relative to its norm.
+        ``inner_tol`` relative to the prox's displacement ``|prox(V) - V|``.
     device : str or torch.device, default="auto"
         Where the iterations run. The CPU path is numpy (float64); "cuda" runs
         the same iterations (same random draws) in torch, float32, on the GPU.
@@ -767,7 +770,7 @@ class GraphGuidedClassifier(ClassifierMixin, _BaseGraphGuided):
         Record the objective trace in ``objective_curve_``.
     inner_max_iter : int, default=50
         Maximum dual iterations of the prox of ``"prox_sgd"``.
-    inner_tol : float, default=1e-4
+    inner_tol : float, default=1e-2
         Relative tolerance of the prox's dual iterations.
     device : str or torch.device, default="auto"
         Where the iterations run, as for the regressor.
