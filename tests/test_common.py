@@ -117,14 +117,10 @@ def test_check_param_validation(estimator):
 # --- sklearn_ext's own checks ----------------------------------------------------
 
 
-def _fit(estimator, X, y):
-    return estimator.fit(X, y)
-
-
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
 def test_clone_keeps_params_and_drops_fit(estimator):
     X, y = make_test_data(estimator)
-    fitted = _fit(clone(estimator), X, y)
+    fitted = clone(estimator).fit(X, y)
     copy = clone(fitted)
     assert copy.get_params() == estimator.get_params()
     assert not any(k.endswith("_") and not k.startswith("__") for k in vars(copy))
@@ -134,7 +130,7 @@ def test_clone_keeps_params_and_drops_fit(estimator):
 def test_pickle_in_fresh_process(estimator, tmp_path):
     """Unpickled in a new interpreter with CUDA hidden, predictions are identical."""
     X, y = make_test_data(estimator)
-    fitted = _fit(clone(estimator), X, y)
+    fitted = clone(estimator).fit(X, y)
     expected = predictions(fitted, X)
     assert expected, "the estimator has no inference method"
     with open(tmp_path / "est.pkl", "wb") as f:
@@ -230,7 +226,7 @@ def test_bad_input_at_fit(estimator, case):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
 def test_bad_input_at_predict(estimator):
     X, y = make_test_data(estimator)
-    fitted = _fit(clone(estimator), X, y)
+    fitted = clone(estimator).fit(X, y)
     wrong = np.ones((5, X.shape[1] + 1))
     for method in ("predict", "predict_proba", "decision_function", "transform"):
         if hasattr(fitted, method):

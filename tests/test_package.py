@@ -47,6 +47,13 @@ def test_all_estimators_filters_and_rejects_unknown_types():
     everything = all_estimators()
     for kind in ("classifier", "regressor", "transformer", "cluster"):
         assert set(all_estimators(kind)) <= set(everything)
+    regressors = dict(all_estimators("regressor"))
+    classifiers = dict(all_estimators(["classifier"]))
+    assert (
+        "GraphGuidedRegressor" in regressors
+        and "GraphGuidedRegressor" not in classifiers
+    )
+    assert "GraphGuidedClassifier" in classifiers
     with pytest.raises(ValueError, match="type_filter"):
         all_estimators("forest")
 

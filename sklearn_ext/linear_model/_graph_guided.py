@@ -402,8 +402,7 @@ class _BaseGraphGuided(BaseEstimator):
 
     def _scores(self, X):
         Xf, idx = self._features_and_tasks(X)
-        W = self._W.astype(np.float64)
-        return np.einsum("nd,nkd->nk", Xf, W[idx]) + self._B[idx]
+        return np.einsum("nd,nkd->nk", Xf, self._W[idx]) + self._B[idx]
 
     def objective(self, X, y):
         """Objective value of the fitted coefficients on ``(X, y)``.
@@ -440,11 +439,6 @@ class _BaseGraphGuided(BaseEstimator):
             self.edge_weights_,
         )
         return objective(problem, self._W, self._B)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        return tags
 
     @classmethod
     def _get_test_params(cls):

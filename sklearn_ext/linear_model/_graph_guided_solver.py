@@ -70,9 +70,12 @@ class GraphProblem:
 
 class _NumpyOps:
     name = "numpy"
+    dtype = np.float64
 
-    def __init__(self, problem):
-        self.dtype = np.float64
+    def __init__(self, problem=None):
+        """Array operations in numpy; with a problem, also its data and graph."""
+        if problem is None:
+            return
         self._X, self._feats = problem.X, problem.features
         self._y = problem.y
         m, T = len(problem.src), problem.n_tasks
@@ -102,8 +105,6 @@ class _NumpyOps:
         return np.array(a, dtype=np.float64)
 
     einsum = staticmethod(np.einsum)
-    exp = staticmethod(np.exp)
-    sqrt = staticmethod(np.sqrt)
 
     @staticmethod
     def sum_sq(a):
@@ -196,12 +197,6 @@ class _TorchOps:
 
     def einsum(self, spec, *args):
         return self.torch.einsum(spec, *args)
-
-    def exp(self, a):
-        return self.torch.exp(a)
-
-    def sqrt(self, a):
-        return self.torch.sqrt(a)
 
     def sum_sq(self, a):
         return float((a * a).sum())
@@ -311,28 +306,33 @@ def objective(problem, W, B, ops=None, chunk=65536):
 # --- proximal operators ---------------------------------------------------------
 
 
-def prox_edge(ws, wt, lam, ops=None):
-    """Prox of ``lam * ||ws - wt||_2`` at ``(ws, wt)``.
+def prox_edge(ws, wt, lam):
+    """Prox of ``lam * ||ws - wt||_2`` at ``(ws, wt)`` (numpy arrays).
 
     If ``||ws - wt|| <= 2 lam`` both move to their mean; otherwise each moves
     ``lam`` towards the other along ``ws - wt``: both cases are a shift of
-    ``min(1/2, lam / ||ws - wt||) * (ws - wt)``.
+    ``min(1/2, lam / ||ws - wt||) * (ws - wt)``, as :func:`apply_edge_proxes`
+    computes it.
 
     Parameters
     ----------
-    ws, wt : arrays of the same shape
+    ws, wt : ndarray
     lam : float, >= 0
-    ops : backend, default=None
-        numpy arrays when None.
 
     Returns
     -------
-    (array, array)
+    (ndarray, ndarray)
     """
-    diff = ws - wt
-    norm = (diff * diff).sum() ** 0.5
-    factor = (ops.minimum if ops else np.minimum)(0.5, lam / (norm + 1e-300))
-    return ws - factor * diff, wt + factor * diff
+    W = np.vstack([np.ravel(ws), np.ravel(wt)]).astype(float)
+    W = apply_edge_proxes(
+        _NumpyOps(),
+        W,
+        np.array([0]),
+        np.array([0]),
+        np.array([1]),
+        np.array([float(lam)]),
+    )
+    return W[0].reshape(np.shape(ws)), W[1].reshape(np.shape(wt))
 
 
 def edge_rounds(edges, src, dst):
