@@ -13,6 +13,7 @@ _submodules = [
     "base",
     "datasets",
     "linear_model",
+    "robust_optimization",
     "utils",
 ]
 

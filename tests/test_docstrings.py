@@ -8,6 +8,7 @@ numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 import sklearn_ext.base  # noqa: E402
 import sklearn_ext.datasets  # noqa: E402
+import sklearn_ext.robust_optimization  # noqa: E402
 import sklearn_ext.utils  # noqa: E402
 from sklearn_ext.utils.discovery import all_estimators  # noqa: E402
 
@@ -19,7 +20,11 @@ IGNORED = {"GL01", "GL02", "RT02", "ES01", "SA01", "EX01", "GL08"}
 
 def _public_objects():
     objects = []
-    for module in (sklearn_ext.datasets, sklearn_ext.utils):
+    for module in (
+        sklearn_ext.datasets,
+        sklearn_ext.robust_optimization,
+        sklearn_ext.utils,
+    ):
         objects += [f"{module.__name__}.{name}" for name in module.__all__]
     objects.append("sklearn_ext.utils.discovery.all_estimators")
     objects.append("sklearn_ext.base.is_torch_estimator")

@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
     Options,
+    RealNotInt,
     StrOptions,
     validate_params,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Interval",
     "InvalidParameterError",
     "Options",
+    "RealNotInt",
     "StrOptions",
     "_fit_context",
     "check_is_fitted",

@@ -1,0 +1,430 @@
+"""ConformalRobustOptimizer: bounds, validity, selection, problems, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binom
+from sklearn.linear_model import Ridge
+from sklearn.model_selection import GridSearchCV
+
+from sklearn_ext.datasets import make_shortest_path
+from sklearn_ext.robust_optimization import (
+    ConformalRobustOptimizer,
+    LinearProblem,
+    PortfolioProblem,
+    ShortestPathProblem,
+)
+from sklearn_ext.robust_optimization._bounds import (
+    betting_upper_bound,
+    binomial_upper_bound,
+    frontier_bounds,
+    hoeffding_bentkus_upper_bound,
+    min_calibration_size,
+)
+from sklearn_ext.robust_optimization._conformal import _normalised_regret
+from sklearn_ext.utils._sklearn_compat import InvalidParameterError
+
+GRID = ShortestPathProblem((5, 5))
+
+
+def _shortest_path_data(n, random_state, degree=2, coef=None):
+    return make_shortest_path(
+        n_samples=n,
+        n_features=5,
+        degree=degree,
+        noise=0.5,
+        coef=coef,
+        return_coef=True,
+        random_state=random_state,
+    )
+
+
+# ------------------------------------------------------------------ bounds
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 400),
+    frac=st.floats(0, 1),
+    delta=st.floats(1e-4, 0.5),
+)
+def test_binomial_bound_inverts_the_binomial_tail(n, frac, delta):
+    # The Clopper-Pearson bound u solves P(Bin(n, u) <= k) = delta (u = 1 at k = n).
+    k = int(round(frac * n))
+    u = float(binomial_upper_bound(k, n, delta))
+    if k == n:
+        assert u == 1.0
+    else:
+        assert binom.cdf(k, n, u) == pytest.approx(delta, rel=1e-6, abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), mean=st.floats(0, 1), delta=st.floats(1e-4, 0.5))
+def test_hoeffding_bentkus_bound_is_above_the_mean_and_monotone(n, mean, delta):
+    u = hoeffding_bentkus_upper_bound(np.array([mean, min(1.0, mean + 0.05)]), n, delta)
+    assert mean <= u[0] <= 1.0
+    assert u[0] <= u[1] + 1e-9
+    # A smaller error budget gives a larger bound.
+    assert u[0] <= hoeffding_bentkus_upper_bound(np.array([mean]), n, delta / 10)[0]
+
+
+def test_hoeffding_bentkus_bound_at_zero_losses():
+    n, delta = 200, 0.01
+    u = hoeffding_bentkus_upper_bound(np.array([0.0]), n, delta)[0]
+    assert u == pytest.approx(1 - delta ** (1 / n), rel=1e-6)
+
+
+def test_bounds_cover_the_mean_at_the_promised_rate():
+    # Monte Carlo: the failure rate stays below delta (plus binomial noise).
+    rng = np.random.default_rng(0)
+    n, delta, reps = 60, 0.2, 3000
+    losses = rng.beta(0.3, 3.0, size=(reps, n))
+    fail_hb = np.mean(
+        hoeffding_bentkus_upper_bound(losses.mean(1), n, delta) < 0.3 / 3.3
+    )
+    hits = rng.random((reps, n)) < 0.15
+    fail_cp = np.mean(binomial_upper_bound(hits.sum(1), n, delta) < 0.15)
+    fail_bet = np.mean(betting_upper_bound(losses.T, delta) < 0.3 / 3.3)
+    slack = 3 * np.sqrt(delta * (1 - delta) / reps)
+    assert fail_hb <= delta + slack
+    assert fail_cp <= delta + slack
+    assert fail_bet <= delta + slack
+    # The exact binomial bound is not vacuous: it does fail sometimes.
+    assert fail_cp > 0.02
+
+
+def test_betting_bound_adapts_to_low_variance():
+    # Losses concentrated near their mean: the betting bound is far tighter than
+    # Hoeffding-Bentkus (which sees only the mean); with no loss at all it is
+    # close to the exact 1 - delta**(1/n).
+    rng = np.random.default_rng(0)
+    losses = rng.beta(20, 80, size=(400, 50))
+    bet = betting_upper_bound(losses, 0.01)
+    hb = hoeffding_bentkus_upper_bound(losses.mean(0), 400, 0.01)
+    assert np.all(bet >= losses.mean(0))
+    assert np.mean(bet - 0.2) < 0.5 * np.mean(hb - 0.2)
+    zero = betting_upper_bound(np.zeros((200, 1)), 0.01)[0]
+    assert 1 - 0.01 ** (1 / 200) <= zero <= 1.1 * (1 - 0.01 ** (1 / 200))
+
+
+def test_frontier_bounds_are_monotone_and_corrected():
+    rng = np.random.default_rng(1)
+    scores = rng.exponential(size=300)
+    radii = np.linspace(0, 4, 30)
+    miscovered = scores[:, None] > radii
+    regret = rng.random((300, 30)) * 0.2
+    mis, reg = frontier_bounds(miscovered, regret, delta=0.1)
+    assert np.all(np.diff(mis) <= 0)
+    assert np.all(mis >= miscovered.mean(0))
+    assert np.all(reg >= regret.mean(0))
+    mis_pw, reg_pw = frontier_bounds(miscovered, regret, 0.1, correction="none")
+    assert np.all(mis_pw <= mis + 1e-12) and np.all(reg_pw < reg)
+    mis_only, none = frontier_bounds(miscovered, None, delta=0.1)
+    assert none is None and np.all(mis_only <= mis + 1e-12)
+    assert min_calibration_size(0.1, 50, True) == 10
+
+
+# ---------------------------------------------------------- the estimator
+
+
+@pytest.fixture(scope="module")
+def shortest_path_fit():
+    X, C, coef = _shortest_path_data(1500, random_state=0)
+    model = ConformalRobustOptimizer(
+        Ridge(), GRID, levels=25, calibration_size=500, random_state=0
+    ).fit(X, C)
+    X_test, C_test, _ = _shortest_path_data(20000, random_state=1, coef=coef)
+    return model, coef, X_test, C_test
+
+
+def _true_frontier(model, X, C):
+    """Miscoverage and regret of every level on a large fresh sample."""
+    center = model.estimator_.predict(X)
+    scale = model._scale(X)
+    scores = model._scores(C - center, scale)
+    mis = np.array([np.mean(scores > r) for r in model.levels_])
+    best_worst = GRID.cost_range(C)
+    reg = np.array(
+        [
+            _normalised_regret(
+                GRID, C, GRID.solve_robust(center, r * scale, model.norm), best_worst
+            ).mean()
+            for r in model.levels_
+        ]
+    )
+    return mis, reg
+
+
+def test_frontier_shape_and_nominal_first_level(shortest_path_fit):
+    model, *_ = shortest_path_fit
+    front = model.frontier_
+    assert set(front) == {
+        "radius",
+        "miscoverage",
+        "miscoverage_upper",
+        "regret",
+        "regret_upper",
+        "pareto",
+    }
+    assert front["radius"][0] == 0.0 and np.all(np.diff(front["radius"]) > 0)
+    # Radius 0 is the nominal policy and misses almost every realised cost.
+    assert front["miscoverage"][0] == 1.0
+    assert front["miscoverage"][-1] <= 0.05
+    assert np.all(front["miscoverage_upper"] >= front["miscoverage"])
+    assert np.all(front["regret_upper"] >= front["regret"])
+    assert np.all((front["regret"] >= 0) & (front["regret"] <= 1))
+    assert front["pareto"].any() and front["pareto"].dtype == bool
+    assert model.n_calibration_ == 500
+
+
+@pytest.mark.slow
+def test_simultaneous_bounds_hold_and_naive_frontier_fails(shortest_path_fit):
+    # Headline guarantee, quick version (the full one is in the benchmark):
+    # recalibrate the fitted model on independent calibration draws and count the
+    # draws in which some level's bound falls below the truth.
+    model, coef, X_test, C_test = shortest_path_fit
+    model = pickle.loads(pickle.dumps(model))
+    true_mis, true_reg = _true_frontier(model, X_test, C_test)
+    reps, delta = 40, model.delta
+    bound_fails = naive_fails = 0
+    for rep in range(reps):
+        X_cal, C_cal, _ = _shortest_path_data(300, random_state=100 + rep, coef=coef)
+        front = model.calibrate(X_cal, C_cal).frontier_
+        bound_fails += np.any(front["miscoverage_upper"] < true_mis) or np.any(
+            front["regret_upper"] < true_reg
+        )
+        naive_fails += np.any(front["miscoverage"] < true_mis) or np.any(
+            front["regret"] < true_reg
+        )
+    assert bound_fails / reps <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
+    assert naive_fails / reps >= 0.5
+
+
+def test_select_rules_and_guarantee_on_fresh_data(shortest_path_fit):
+    model, coef, X_test, C_test = shortest_path_fit
+    front = model.frontier_
+    model.select(max_miscoverage=0.1)
+    assert front["miscoverage_upper"][model.level_] <= 0.1
+    feasible = front["miscoverage_upper"] <= 0.1
+    assert front["regret_upper"][model.level_] == front["regret_upper"][feasible].min()
+    # The certified level covers at least 90% of fresh costs.
+    center, half = model.predict_set(X_test)
+    scores = np.sqrt(np.sum(((C_test - center) / (half / model.radius_)) ** 2, axis=1))
+    assert np.mean(scores <= model.radius_) >= 0.9
+
+    model.select(max_regret=front["regret_upper"][3])
+    assert front["regret_upper"][model.level_] <= front["regret_upper"][3]
+    assert front["miscoverage_upper"][model.level_] <= front["miscoverage_upper"][3]
+
+    model.select(tradeoff=0.0)  # regret alone: the smallest regret bound
+    assert front["regret_upper"][model.level_] == front["regret_upper"].min()
+    model.select(tradeoff=1e6)  # miscoverage alone
+    assert front["miscoverage_upper"][model.level_] == front["miscoverage_upper"].min()
+    assert model.select() is model
+    with pytest.raises(ValueError, match="No level of the grid has miscoverage"):
+        model.select(max_miscoverage=1e-4)
+    with pytest.raises(ValueError, match="max_miscoverage must be a number"):
+        model.select(max_miscoverage=1.5)
+    with pytest.raises(ValueError, match="tradeoff must be a number"):
+        model.select(tradeoff=-1)
+
+
+def test_predict_returns_robust_paths_and_score_is_negative_regret(shortest_path_fit):
+    model, coef, X_test, C_test = shortest_path_fit
+    model.select(max_miscoverage=0.1)
+    paths = model.predict(X_test[:500])
+    center, half = model.predict_set(X_test[:500])
+    np.testing.assert_array_equal(paths, GRID.solve_robust(center, half, "l2"))
+    assert set(np.unique(paths)) <= {0.0, 1.0}
+    regret = _normalised_regret(GRID, C_test[:500], paths)
+    assert model.score(X_test[:500], C_test[:500]) == pytest.approx(-regret.mean())
+    # The robust level changes decisions: it is not the nominal policy.
+    nominal = GRID.solve(center)
+    assert np.any(paths != nominal)
+
+
+def test_certified_level_beats_a_priori_bonferroni_box(shortest_path_fit):
+    # At the same target miscoverage, the level read off the frontier is no more
+    # costly than the split-conformal box fixed a priori (per-edge absolute
+    # residual quantiles at 1 - alpha / d, Bonferroni for joint coverage).
+    model, coef, X_test, C_test = shortest_path_fit
+    X_cal, C_cal, _ = _shortest_path_data(500, random_state=7, coef=coef)
+    alpha, d = 0.1, C_cal.shape[1]
+    resid = np.abs(C_cal - model.estimator_.predict(X_cal))
+    level = np.ceil((len(C_cal) + 1) * (1 - alpha / d)) / len(C_cal)
+    half = np.quantile(resid, min(level, 1.0), axis=0, method="higher")
+    center = model.estimator_.predict(X_test)
+    box = GRID.solve_robust(center, np.broadcast_to(half, center.shape), "linf")
+    box_regret = _normalised_regret(GRID, C_test, box).mean()
+    model.select(max_miscoverage=alpha)
+    ours = -model.score(X_test, C_test)
+    assert ours <= box_regret + 2e-3
+
+
+def test_without_problem_it_is_a_calibrated_regressor():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(scale=0.5, size=600)
+    model = ConformalRobustOptimizer(Ridge(), levels=30, random_state=0).fit(X, y)
+    np.testing.assert_allclose(model.predict(X), model.estimator_.predict(X))
+    assert model.predict(X).shape == (600,)
+    assert np.all(np.isnan(model.frontier_["regret"]))
+    model.select(max_miscoverage=0.2)
+    # Without a problem the tightest set meeting the target is chosen.
+    ok = model.frontier_["miscoverage_upper"] <= 0.2
+    assert model.radius_ == model.frontier_["radius"][ok].min()
+    X_new = rng.normal(size=(5000, 3))
+    y_new = X_new @ np.array([1.0, -2.0, 0.5]) + rng.normal(scale=0.5, size=5000)
+    center, half = model.predict_set(X_new)
+    assert np.mean(np.abs(y_new - center[:, 0]) <= half[:, 0]) >= 0.8
+    with pytest.raises(ValueError, match="max_regret needs a problem"):
+        model.select(max_regret=0.1)
+
+
+def test_scale_regressor_adapts_set_width():
+    # Heteroscedastic noise: a fitted scale gives wide sets where the noise is
+    # large and narrow ones where it is small; a constant scale cannot.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(1500, 1))
+    y = 2 * X[:, 0] + rng.normal(size=1500) * (0.05 + X[:, 0])
+    model = ConformalRobustOptimizer(
+        Ridge(), scale=Ridge(), levels=30, random_state=0
+    ).fit(X, y)
+    _, half = model.select(max_miscoverage=0.2).predict_set(np.array([[0.05], [0.95]]))
+    assert half[1, 0] > 4 * half[0, 0]
+    constant = ConformalRobustOptimizer(Ridge(), levels=30, random_state=0).fit(X, y)
+    _, half_c = constant.select(max_miscoverage=0.2).predict_set([[0.05], [0.95]])
+    assert half_c[0, 0] == pytest.approx(half_c[1, 0])
+
+
+@pytest.mark.parametrize("score", ["l2", "linf"])
+def test_portfolio_decisions_are_feasible_and_hedged(score):
+    rng = np.random.default_rng(0)
+    n, p, d = 800, 3, 6
+    X = rng.normal(size=(n, p))
+    # Asset j has mean return X @ B_j and noise growing with j: risky assets pay more.
+    B = rng.normal(scale=0.1, size=(p, d))
+    noise = np.linspace(0.05, 1.0, d)
+    C = X @ B + 0.05 * np.arange(d) + rng.normal(size=(n, d)) * noise
+    problem = PortfolioProblem(n_assets=d)
+    model = ConformalRobustOptimizer(
+        Ridge(), problem, norm=score, levels=20, random_state=0
+    ).fit(X, C)
+    W = model.select(max_miscoverage=0.2).predict(X[:100])
+    assert W.shape == (100, d)
+    np.testing.assert_allclose(W.sum(axis=1), 1.0)
+    assert np.all(W >= -1e-12)
+    # Hedging moves weight towards the low-noise assets.
+    nominal = problem.solve(model.estimator_.predict(X[:100]))
+    assert (W @ noise).mean() < (nominal @ noise).mean()
+
+
+def test_linear_problem_with_box_sets():
+    # A small LP: choose 2 units over 4 items in [0, 1], minimise cost.
+    problem = LinearProblem(A_eq=np.ones((1, 4)), b_eq=[2.0], bounds=(0, 1))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    C = 1 + X @ rng.normal(size=(2, 4)) + rng.normal(scale=0.3, size=(120, 4))
+    model = ConformalRobustOptimizer(
+        Ridge(), problem, norm="linf", levels=6, delta=0.3, random_state=0
+    ).fit(X, C)
+    W = model.predict(X[:10])
+    np.testing.assert_allclose(W.sum(axis=1), 2.0, atol=1e-9)
+    assert np.all((W > -1e-9) & (W < 1 + 1e-9))
+    assert model.frontier_["regret"].shape == (model.levels_.size,)
+
+
+def test_pickle_and_grid_search_with_a_problem(shortest_path_fit):
+    model, coef, X_test, C_test = shortest_path_fit
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(
+        restored.predict(X_test[:50]), model.predict(X_test[:50])
+    )
+    X, C, _ = _shortest_path_data(400, random_state=3, coef=coef)
+    search = GridSearchCV(
+        ConformalRobustOptimizer(Ridge(), GRID, levels=5, delta=0.5, random_state=0),
+        {"norm": ["l2", "linf"]},
+        cv=2,
+    ).fit(X, C)
+    assert search.best_score_ <= 0
+
+
+# --------------------------------------------------------------- bad input
+
+
+def _small(**params):
+    params.setdefault("levels", 5)
+    return ConformalRobustOptimizer(Ridge(), GRID, random_state=0, **params)
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    X, C, _ = _shortest_path_data(200, random_state=0)
+    return X, C
+
+
+def test_y_of_the_wrong_width(small_data):
+    X, C = small_data
+    with pytest.raises(ValueError, match=r"y has 39 column\(s\) but .*40 uncertain"):
+        _small().fit(X, C[:, :39])
+    with pytest.raises(ValueError, match="y has 1 column"):
+        _small().fit(X, C[:, 0])
+
+
+@pytest.mark.parametrize(
+    "levels, match",
+    [
+        ([0.0, 2.0, 1.0], "strictly increasing"),
+        ([0.0, 1.0, 1.0], "strictly increasing"),
+        ([-1.0, 1.0], "non-negative"),
+        ([0.0, np.inf], "finite"),
+        ([[0.0, 1.0]], "1-D array"),
+        (np.array([], dtype=float), "non-empty"),
+    ],
+)
+def test_bad_level_grids(small_data, levels, match):
+    X, C = small_data
+    with pytest.raises(ValueError, match=match):
+        _small(levels=levels).fit(X, C)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, 2])
+def test_delta_outside_the_unit_interval(small_data, delta):
+    X, C = small_data
+    with pytest.raises(InvalidParameterError, match="'delta' parameter"):
+        _small(delta=delta).fit(X, C)
+
+
+def test_calibration_split_too_small(small_data):
+    X, C = small_data
+    with pytest.raises(ValueError, match="at least 10 calibration samples"):
+        _small(levels=50, calibration_size=8, delta=0.1).fit(X, C)
+    model = _small().fit(X, C)
+    with pytest.raises(ValueError, match="calibration samples are needed"):
+        model.calibrate(X[:3], C[:3])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_inputs(small_data, bad):
+    X, C = small_data
+    X_bad, C_bad = X.copy(), C.copy()
+    X_bad[3, 1] = bad
+    C_bad[5, 2] = bad
+    with pytest.raises(ValueError, match="Input X contains"):
+        _small().fit(X_bad, C)
+    with pytest.raises(ValueError, match="Input y contains"):
+        _small().fit(X, C_bad)
+
+
+def test_inputs_are_not_modified(small_data):
+    X, C = small_data
+    X_ro, C_ro = X.copy(), C.copy()
+    X_ro.flags.writeable = C_ro.flags.writeable = False
+    model = _small().fit(X_ro, C_ro)
+    model.predict(X_ro)
+    model.calibrate(X_ro, C_ro)
+    np.testing.assert_array_equal(X_ro, X)
+    np.testing.assert_array_equal(C_ro, C)
