@@ -204,6 +204,12 @@ class BaseProblem(ABC):
             ) from None
         return A
 
+    def _require_finite(self, A, name):
+        if not np.isfinite(A).all():
+            raise ValueError(
+                f"{name} contains NaN or infinity; {self!r} needs finite values."
+            )
+
     def _check_params(self, C, name):
         C = self._as_float_2d(C, name)
         if C.ndim != 2 or C.shape[1] != self.n_params:
@@ -211,10 +217,7 @@ class BaseProblem(ABC):
                 f"{name} must be a 2-D array of shape (n_samples, {self.n_params}) "
                 f"for {self!r}; got shape {C.shape}."
             )
-        if not np.isfinite(C).all():
-            raise ValueError(
-                f"{name} contains NaN or infinity; {self!r} needs finite values."
-            )
+        self._require_finite(C, name)
         return C
 
     def _check_half_widths(self, half_widths, C_hat):
@@ -224,10 +227,7 @@ class BaseProblem(ABC):
                 f"half_widths must have the shape of C_hat, {C_hat.shape}, for "
                 f"{self!r}; got shape {H.shape}."
             )
-        if not np.isfinite(H).all():
-            raise ValueError(
-                f"half_widths contains NaN or infinity; {self!r} needs finite values."
-            )
+        self._require_finite(H, "half_widths")
         if (H < 0).any():
             raise ValueError(
                 f"half_widths must be >= 0 for {self!r}; got a minimum of {H.min():g}."
@@ -247,10 +247,7 @@ class BaseProblem(ABC):
                 f"W must have shape ({n_samples}, {self.n_decisions}) (one decision "
                 f"per row of C) for {self!r}; got shape {W.shape}."
             )
-        if not np.isfinite(W).all():
-            raise ValueError(
-                f"W contains NaN or infinity; {self!r} needs finite values."
-            )
+        self._require_finite(W, "W")
         return W
 
     # --- pickling: caches are rebuilt on demand ----------------------------------
