@@ -81,7 +81,7 @@ def _write_api_reference():
             "make_shortest_path",
             "mask_views",
         ],
-        "sklearn_ext.utils": ["check_views", "observed_views"],
+        "sklearn_ext.utils": ["check_views", "clustering_accuracy", "observed_views"],
         "sklearn_ext.utils.discovery": ["all_estimators"],
         "sklearn_ext.base": [
             "TorchMixin",

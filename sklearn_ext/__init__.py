@@ -11,6 +11,7 @@ __version__ = "0.1.0.dev0"
 # cheap and never imports torch.
 _submodules = [
     "base",
+    "cluster",
     "datasets",
     "linear_model",
     "robust_optimization",

@@ -78,3 +78,157 @@ def test_multiview_blobs_missing_rate_and_errors():
     assert (~observed.all(axis=1)).sum() == 50
     with pytest.raises(ValueError, match="noise has 2 values"):
         make_multiview_blobs(10, view_sizes=(2, 2, 2), noise=(1.0, 1.0))
+
+
+def _reference_multiview_blobs(n_samples, sizes, n_clusters, dim, sep, noise, seed):
+    # The generator as it was before view errors existed: the stream to keep.
+    rng = (
+        seed if isinstance(seed, np.random.RandomState) else np.random.RandomState(seed)
+    )
+    centres = rng.normal(scale=sep, size=(n_clusters, dim))
+    y = rng.randint(n_clusters, size=n_samples)
+    z = centres[y] + rng.normal(size=(n_samples, dim))
+    blocks = []
+    for size, sd in zip(sizes, noise):
+        loading = rng.normal(scale=1.0 / np.sqrt(dim), size=(dim, size))
+        blocks.append(z @ loading + sd * rng.normal(size=(n_samples, size)))
+    return np.hstack(blocks), y
+
+
+@pytest.mark.parametrize("missing_rate", [0.0, 0.4])
+def test_multiview_blobs_zero_view_error_keeps_the_stream(missing_rate):
+    kwargs = {
+        "view_sizes": (3, 5),
+        "n_clusters": 4,
+        "noise": (0.2, 1.0),
+        "missing_rate": missing_rate,
+    }
+    X, y, views = make_multiview_blobs(120, random_state=7, **kwargs)
+    X0, y0, views0, latent = make_multiview_blobs(
+        120,
+        view_error=0.0,
+        error_correlation=0.0,
+        return_latent=True,
+        random_state=7,
+        **kwargs,
+    )
+    np.testing.assert_array_equal(X0, X)
+    np.testing.assert_array_equal(y0, y)
+    assert views0 == views == [3, 5]
+    assert latent["z"].shape == (120, 4) and latent["errors"].shape == (120, 2, 4)
+    assert not latent["errors"].any()
+    X_ref, y_ref = _reference_multiview_blobs(120, [3, 5], 4, 4, 3.0, [0.2, 1.0], 7)
+    np.testing.assert_array_equal(y, y_ref)
+    if missing_rate == 0:
+        np.testing.assert_array_equal(X, X_ref)
+    else:  # same values where observed, same masked samples as mask_views gives
+        observed = ~np.isnan(X)
+        np.testing.assert_array_equal(X[observed], X_ref[observed])
+        rng = np.random.RandomState(7)
+        _reference_multiview_blobs(120, [3, 5], 4, 4, 3.0, [0.2, 1.0], rng)
+        np.testing.assert_array_equal(
+            np.isnan(X), np.isnan(mask_views(X_ref, [3, 5], missing_rate, rng))
+        )
+
+
+def test_multiview_blobs_view_error_changes_only_the_errors():
+    kwargs = {"view_sizes": (4, 4, 4), "missing_rate": 0.3, "return_latent": True}
+    X0, y0, _, lat0 = make_multiview_blobs(200, random_state=1, **kwargs)
+    X1, y1, _, lat1 = make_multiview_blobs(
+        200, view_error=0.7, error_correlation=0.4, random_state=1, **kwargs
+    )
+    np.testing.assert_array_equal(y1, y0)
+    np.testing.assert_array_equal(lat1["z"], lat0["z"])
+    np.testing.assert_array_equal(np.isnan(X1), np.isnan(X0))
+    assert lat1["errors"].std() > 0.5
+    assert not np.allclose(X1[~np.isnan(X1)], X0[~np.isnan(X0)])
+
+
+@pytest.mark.parametrize("rho", [0.6, -0.4, 0.0])
+def test_multiview_blobs_plant_error_correlation_and_scale(rho):
+    sds = np.array([0.5, 1.0, 2.0])
+    X, _, views, latent = make_multiview_blobs(
+        5000,
+        view_sizes=(3, 4, 5),
+        latent_dim=2,
+        view_error=tuple(sds),
+        error_correlation=rho,
+        return_latent=True,
+        random_state=0,
+    )
+    errors = latent["errors"]
+    assert errors.shape == (5000, 3, 2)
+    for d in range(2):
+        corr = np.corrcoef(errors[:, :, d], rowvar=False)
+        off = corr[~np.eye(3, dtype=bool)]
+        np.testing.assert_allclose(off, rho, atol=0.05)
+        np.testing.assert_allclose(errors[:, :, d].std(axis=0), sds, rtol=0.05)
+        np.testing.assert_allclose(errors[:, :, d].mean(axis=0), 0, atol=0.15)
+    # Latent dimensions are independent, and errors are independent of z.
+    assert abs(np.corrcoef(errors[:, 0, 0], errors[:, 0, 1])[0, 1]) < 0.05
+    assert abs(np.corrcoef(errors[:, 1, 0], latent["z"][:, 0])[0, 1]) < 0.05
+
+
+def test_multiview_blobs_views_see_z_through_their_own_error():
+    X, _, views, latent = make_multiview_blobs(
+        300,
+        view_sizes=(3, 6),
+        latent_dim=3,
+        noise=0.0,
+        view_error=(0.5, 1.5),
+        error_correlation=0.3,
+        return_latent=True,
+        random_state=2,
+    )
+    z, errors = latent["z"], latent["errors"]
+    cols = check_views(views, X.shape[1])
+    for v in range(2):
+        x_v = X[:, cols[v]]
+        for seen, exact in ((z + errors[:, v], True), (z, False)):
+            coef = np.linalg.lstsq(seen, x_v, rcond=None)[0]
+            r2 = 1 - ((x_v - seen @ coef) ** 2).sum() / ((x_v - x_v.mean(0)) ** 2).sum()
+            if exact:  # noiseless view: an exact linear map of z + e_v
+                assert r2 > 1 - 1e-10
+            else:  # z alone misses the view's error
+                assert r2 < 0.99
+
+
+@pytest.mark.parametrize("n_views", [2, 3, 4])
+def test_multiview_blobs_error_correlation_psd_edges(n_views):
+    edge = -1.0 / (n_views - 1)
+    for rho, expected in ((1.0, "equal"), (edge, "sum")):
+        *_, latent = make_multiview_blobs(
+            500,
+            view_sizes=(2,) * n_views,
+            view_error=1.5,
+            error_correlation=rho,
+            return_latent=True,
+            random_state=3,
+        )
+        errors = latent["errors"]
+        assert np.isfinite(errors).all() and errors.std() > 1.0
+        if expected == "equal":  # rho = 1: every view makes the same error
+            np.testing.assert_allclose(errors - errors[:, :1], 0, atol=1e-10)
+        else:  # rho = -1/(V-1): the errors sum to zero
+            np.testing.assert_allclose(errors.sum(axis=1), 0, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"view_error": 1.0, "error_correlation": -0.6}, "error_correlation must be"),
+        ({"view_error": 1.0, "error_correlation": 1.2}, "error_correlation"),
+        ({"error_correlation": 0.3}, "needs a non-zero view_error"),
+        ({"view_error": (0, 0, 0), "error_correlation": 0.3}, "non-zero view_error"),
+        ({"view_error": (1.0, 1.0)}, "view_error has 2 values but there are 3"),
+        ({"view_error": -0.5}, "view_error"),
+        ({"view_error": (1.0, -0.5, 1.0)}, "view_error must be finite and non-neg"),
+        ({"view_error": (1.0, np.nan, 1.0)}, "view_error must be finite"),
+        ({"view_error": "big"}, "view_error"),
+        ({"view_error": ("a", "b", "c")}, "view_error must be a float"),
+        ({"return_latent": "yes"}, "return_latent"),
+    ],
+)
+def test_multiview_blobs_view_error_bad_inputs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_multiview_blobs(10, view_sizes=(2, 2, 2), **kwargs)

@@ -1,8 +1,9 @@
-"""Utilities: estimator discovery and the multi-view column parser."""
+"""Utilities: estimator discovery, the multi-view column parser, clustering ACC."""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from sklearn_ext.utils._clustering import clustering_accuracy
 from sklearn_ext.utils._views import check_views, observed_views
 
-__all__ = ["check_views", "observed_views"]
+__all__ = ["check_views", "clustering_accuracy", "observed_views"]

@@ -1,0 +1,96 @@
+"""
+===================================================================
+Clustering handwritten digits when views are missing
+===================================================================
+
+The UCI Multiple Features data describe 2000 handwritten digits through six
+views: Fourier coefficients, profile correlations, Karhunen-Loeve
+coefficients, pixel averages, Zernike moments and morphological features. In
+practice some samples lack some views (a sensor failed, a feature extractor
+crashed). :class:`~sklearn_ext.cluster.CorrelatedVariationalIMVC` clusters such
+data without imputing the missing views: each view's encoder estimates a
+shared latent vector, and the estimates of the views a sample has are fused,
+accounting for a learned correlation between the views' errors.
+
+This example removes views from a growing fraction of the samples and compares
+the accuracy (ACC, best matching of clusters to digits) of
+
+- the model with a learned error correlation,
+- the same model with independent errors (product of experts),
+- k-means on the standardised, mean-imputed, concatenated views.
+
+It runs in a few minutes on a laptop CPU.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+# %%
+# Data and the missing-view protocol
+# ----------------------------------
+# ``mask_views`` picks ``missing_rate * n_samples`` samples; each loses a random
+# non-empty subset of its views but keeps at least one. A lost view is NaN in
+# all of its columns, which is how the estimator reads "missing".
+import warnings
+
+import matplotlib.pyplot as plt
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ext.cluster import CorrelatedVariationalIMVC
+from sklearn_ext.datasets import load_mfeat, mask_views
+from sklearn_ext.utils import clustering_accuracy
+
+warnings.filterwarnings("ignore", category=ConvergenceWarning)
+data = load_mfeat()
+rates = [0.0, 0.3, 0.5, 0.7]
+acc = {"learned correlation": [], "independent (PoE)": [], "k-means, imputed": []}
+
+for rate in rates:
+    X = mask_views(data.data, data.views, rate, random_state=0)
+    for name, corr in (
+        ("learned correlation", "learned"),
+        ("independent (PoE)", "independent"),
+    ):
+        model = CorrelatedVariationalIMVC(
+            n_clusters=10, views=data.views, correlation=corr, random_state=0
+        ).fit(X)
+        acc[name].append(clustering_accuracy(data.target, model.labels_))
+        if corr == "learned":
+            learned = model
+    kmeans = make_pipeline(
+        StandardScaler(), SimpleImputer(), KMeans(10, n_init=10, random_state=0)
+    ).fit(X)
+    acc["k-means, imputed"].append(clustering_accuracy(data.target, kmeans[-1].labels_))
+    print(
+        f"missing rate {rate}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in acc.items())
+    )
+
+# %%
+# Accuracy against the missing rate
+# ---------------------------------
+fig, ax = plt.subplots(figsize=(6, 4))
+for (name, values), marker in zip(acc.items(), "os^"):
+    ax.plot(rates, values, marker=marker, label=name)
+ax.set_xlabel("fraction of samples missing at least one view")
+ax.set_ylabel("ACC")
+ax.set_ylim(0.4, 1.0)
+ax.set_title("mfeat, 10 digits, 6 views")
+ax.legend()
+fig.tight_layout()
+plt.show()
+
+# %%
+# The learned correlation
+# -----------------------
+# ``correlation_`` holds the fitted correlation between the views' estimation
+# errors (unit diagonal), here at the highest missing rate. Entries near zero
+# mean that the product of experts was already a good fusion rule for those
+# two views.
+views = data.view_names
+print("      " + " ".join(f"{v:>5}" for v in views))
+for v, row in zip(views, learned.correlation_):
+    print(f"{v:>5} " + " ".join(f"{x:5.2f}" for x in row))

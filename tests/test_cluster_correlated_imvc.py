@@ -1,0 +1,269 @@
+"""CorrelatedVariationalIMVC: fusion rule, correlation model, clustering, bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import adjusted_rand_score
+
+from sklearn_ext.cluster import CorrelatedVariationalIMVC
+from sklearn_ext.cluster._correlated_imvc import _build_net
+from sklearn_ext.datasets import make_multiview_blobs
+from sklearn_ext.utils import clustering_accuracy
+
+torch = pytest.importorskip("torch")
+
+SMALL = {
+    "latent_dim": 3,
+    "hidden_layer_sizes": (32,),
+    "max_iter": 40,
+    "learning_rate_init": 3e-3,
+    "device": "cpu",
+    "random_state": 0,
+}
+
+
+def _net(n_views, learned=True, latent_dim=3):
+    net = _build_net([2] * n_views, latent_dim, (4,), 2, learned).double()
+    return net
+
+
+def _gls(means, variances, observed, R):
+    """Brute-force GLS fusion of one sample, one latent dimension at a time."""
+    obs = np.flatnonzero(observed)
+    out_mean, out_var = [], []
+    for d in range(means.shape[1]):
+        s = np.sqrt(variances[obs, d])
+        cov = np.outer(s, s) * R[np.ix_(obs, obs)]
+        inv = np.linalg.inv(cov)
+        one = np.ones(len(obs))
+        prec = one @ inv @ one
+        out_mean.append(one @ inv @ means[obs, d] / prec)
+        out_var.append(1 / prec)
+    return np.array(out_mean), np.array(out_var)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_views=st.integers(2, 5),
+    seed=st.integers(0, 10_000),
+)
+def test_fusion_is_generalised_least_squares_over_observed_views(n_views, seed):
+    rng = np.random.default_rng(seed)
+    net = _net(n_views)
+    with torch.no_grad():
+        net.corr_factor.copy_(torch.as_tensor(rng.normal(size=(n_views, n_views))))
+    R = net.correlation().detach().numpy()
+    n = 6
+    means = rng.normal(size=(n, n_views, 3))
+    variances = rng.uniform(0.1, 2.0, size=(n, n_views, 3))
+    observed = rng.random((n, n_views)) < 0.6
+    observed[np.arange(n), rng.integers(0, n_views, n)] = True
+    # Values in missing slots must not matter.
+    means[~observed] = 1e6
+    with torch.no_grad():
+        m, v = net.fuse(
+            torch.as_tensor(means),
+            torch.as_tensor(variances),
+            torch.as_tensor(observed),
+        )
+    for i in range(n):
+        gm, gv = _gls(means[i], variances[i], observed[i], R)
+        np.testing.assert_allclose(m[i].numpy(), gm, rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(v[i].numpy(), gv, rtol=1e-8)
+
+
+def test_independent_fusion_is_the_product_of_experts():
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(5, 3, 2))
+    variances = rng.uniform(0.2, 3.0, size=(5, 3, 2))
+    observed = np.array([[1, 1, 1], [1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]], bool)
+    args = (
+        torch.as_tensor(means),
+        torch.as_tensor(variances),
+        torch.as_tensor(observed),
+    )
+    with torch.no_grad():
+        m_ind, v_ind = _net(3, learned=False, latent_dim=2).fuse(*args)
+        m_l, v_l = _net(3, learned=True, latent_dim=2).fuse(*args)
+    prec = (observed[..., None] / variances).sum(1)
+    np.testing.assert_allclose(v_ind.numpy(), 1 / prec)
+    np.testing.assert_allclose(
+        m_ind.numpy(), (observed[..., None] * means / variances).sum(1) / prec
+    )
+    # The learned model at R = I (its starting point) fuses identically.
+    np.testing.assert_allclose(v_l.numpy(), v_ind.numpy(), rtol=2e-3)
+    np.testing.assert_allclose(m_l.numpy(), m_ind.numpy(), rtol=2e-3, atol=1e-6)
+
+
+def test_positive_correlation_discounts_shared_evidence():
+    # Two equally precise views: correlated errors leave the fused mean alone
+    # but inflate the fused variance by (1 + rho) / 2 over the product of experts.
+    net = _net(2, latent_dim=1)
+    with torch.no_grad():
+        net.corr_factor[1, 0] = 1.0  # rho = 1/sqrt(2) before the jitter
+    R = net.correlation().detach().numpy()
+    means = torch.tensor([[[1.0], [3.0]]], dtype=torch.float64)
+    variances = torch.ones(1, 2, 1, dtype=torch.float64)
+    with torch.no_grad():
+        m, v = net.fuse(means, variances, torch.ones(1, 2, dtype=torch.bool))
+    assert m.item() == pytest.approx(2.0)
+    assert v.item() == pytest.approx((1 + R[0, 1]) / 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 10_000))
+def test_normalised_cholesky_gives_a_correlation_matrix(n_views, seed):
+    net = _net(n_views)
+    raw = np.random.default_rng(seed).normal(scale=3.0, size=(n_views, n_views))
+    with torch.no_grad():
+        net.corr_factor.copy_(torch.as_tensor(raw))
+    R = net.correlation().detach().numpy()
+    np.testing.assert_allclose(np.diag(R), 1.0, atol=1e-12)
+    np.testing.assert_allclose(R, R.T, atol=1e-12)
+    assert np.linalg.eigvalsh(R).min() > 0
+
+
+def test_disagreement_likelihood_recovers_a_planted_correlation():
+    # Per-view estimates mean_v = z + e_v with known scales and Corr(e) = R:
+    # maximising the restricted likelihood of their disagreement over R alone
+    # recovers R, also from incomplete samples (unlike the plain likelihood at
+    # the fused mean, which is biased towards negative correlation).
+    rng = np.random.default_rng(0)
+    n, rho = 4000, 0.6
+    sd = np.array([0.5, 1.0, 1.5])
+    R_true = np.full((3, 3), rho) + (1 - rho) * np.eye(3)
+    z = rng.normal(size=(n, 1))
+    e = rng.multivariate_normal(np.zeros(3), R_true, size=n) * sd
+    means = torch.as_tensor((z + e)[..., None])
+    variances = torch.as_tensor(np.broadcast_to(sd**2, (n, 3))[..., None].copy())
+    observed = rng.random((n, 3)) < 0.7
+    observed[observed.sum(1) == 0, 0] = True
+    mask = torch.as_tensor(observed)
+    net = _net(3, latent_dim=1)
+    opt = torch.optim.Adam([net.corr_factor], lr=0.05)
+    for _ in range(300):
+        opt.zero_grad()
+        loss = net.error_nll(means, variances, mask).mean()
+        loss.backward()
+        opt.step()
+    R = net.correlation().detach().numpy()
+    np.testing.assert_allclose(R[np.triu_indices(3, 1)], rho, atol=0.06)
+
+
+# ------------------------------------------------------------ the estimator
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y, views = make_multiview_blobs(
+        400,
+        view_sizes=(6, 8, 5),
+        n_clusters=3,
+        separation=4.0,
+        noise=0.3,
+        missing_rate=0.4,
+        random_state=0,
+    )
+    return X, y, views
+
+
+@pytest.fixture(scope="module")
+def fitted(blobs):
+    X, y, views = blobs
+    return CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)
+
+
+def test_recovers_planted_clusters_with_missing_views(blobs, fitted):
+    X, y, _ = blobs
+    missing = np.isnan(X).any(axis=1)
+    assert missing.sum() > 100
+    assert adjusted_rand_score(y, fitted.labels_) > 0.9
+    assert clustering_accuracy(y[missing], fitted.labels_[missing]) > 0.9
+    np.testing.assert_array_equal(fitted.predict(X), fitted.labels_)
+    proba = fitted.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert fitted.transform(X).shape == (400, SMALL["latent_dim"])
+    assert fitted.get_feature_names_out().tolist() == [
+        f"correlatedvariationalimvc{i}" for i in range(3)
+    ]
+    assert fitted.correlation_.shape == (3, 3)
+    assert len(fitted.loss_curve_) == fitted.n_iter_
+
+
+def test_one_view_is_enough_to_predict(blobs, fitted):
+    # A sample seen through a single view gets the cluster of its full version.
+    X, y, views = blobs
+    full = ~np.isnan(X).any(axis=1)
+    X_one = X[full].copy()
+    X_one[:, 6:] = np.nan  # keep view 0 only
+    agree = np.mean(fitted.predict(X_one) == fitted.predict(X[full]))
+    assert agree > 0.85
+
+
+def test_independent_ablation_keeps_the_identity(blobs):
+    X, y, views = blobs
+    model = CorrelatedVariationalIMVC(
+        3, views=views, correlation="independent", **SMALL
+    ).fit(X)
+    np.testing.assert_array_equal(model.correlation_, np.eye(3))
+    learned = CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)
+    assert not np.allclose(learned.correlation_, np.eye(3), atol=1e-3)
+
+
+# --------------------------------------------------------------- bad input
+
+
+def test_partly_missing_view_block(blobs):
+    X, _, views = blobs
+    X = X.copy()
+    X[5, 0] = np.nan
+    X[5, 1:6] = 1.0
+    with pytest.raises(ValueError, match=r"sample\(s\) 5 have view 0 only partly"):
+        CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)
+
+
+def test_sample_without_any_view(blobs):
+    X, _, views = blobs
+    X = X.copy()
+    X[7] = np.nan
+    with pytest.raises(ValueError, match=r"sample\(s\) 7 have no observed view"):
+        CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)
+
+
+@pytest.mark.parametrize(
+    "views, match",
+    [
+        ([6, 8], "add up to 14 columns, but X has 19"),
+        ([[0, 1], [2, 3]], "belong to no view"),
+        ([[0, 1, 2], [2, 3]], "column 2 is in view 0 and in view 1"),
+    ],
+)
+def test_views_that_do_not_fit_the_columns(blobs, views, match):
+    X, _, _ = blobs
+    with pytest.raises(ValueError, match=match):
+        CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)
+
+
+def test_more_clusters_than_samples(blobs):
+    X, _, views = blobs
+    with pytest.raises(ValueError, match="n_clusters=20 is larger than the number"):
+        CorrelatedVariationalIMVC(20, views=views, **SMALL).fit(X[:10])
+
+
+def test_infinity_is_not_a_missing_view(blobs):
+    X, _, views = blobs
+    X = X.copy()
+    X[np.isfinite(X).all(1).argmax(), 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)
+
+
+def test_input_is_not_modified(blobs):
+    X, _, views = blobs
+    X_ro = X.copy()
+    X_ro.flags.writeable = False
+    model = CorrelatedVariationalIMVC(3, views=views, **{**SMALL, "max_iter": 2})
+    model.fit(X_ro)
+    model.predict(X_ro)
+    np.testing.assert_array_equal(X_ro, X)
