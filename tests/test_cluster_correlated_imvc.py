@@ -267,3 +267,36 @@ def test_input_is_not_modified(blobs):
     model.fit(X_ro)
     model.predict(X_ro)
     np.testing.assert_array_equal(X_ro, X)
+
+
+def test_without_pretraining_the_mixture_is_still_initialised(blobs):
+    X, y, views = blobs
+    model = CorrelatedVariationalIMVC(
+        3, views=views, **{**SMALL, "pretrain_iter": 0}
+    ).fit(X)
+    # k-means on the untrained encoders still separates the components.
+    assert len(np.unique(model.labels_)) == 3
+    centres = model.module_.prior_means.detach().numpy()
+    assert np.linalg.norm(centres[0] - centres[1]) > 1e-3
+    assert adjusted_rand_score(y, model.labels_) > 0.3
+
+
+def test_warm_start_continues_and_refuses_a_changed_network(blobs):
+    X, _, views = blobs
+    model = CorrelatedVariationalIMVC(
+        3, views=views, warm_start=True, **{**SMALL, "max_iter": 5}
+    ).fit(X)
+    first = model.n_iter_
+    model.fit(X)
+    assert model.n_iter_ > first and len(model.loss_curve_) == model.n_iter_
+    model.set_params(n_clusters=4)
+    with pytest.raises(ValueError, match=r"\['n_clusters'\] changed"):
+        model.fit(X)
+
+
+def test_a_view_no_sample_has(blobs):
+    X, _, views = blobs
+    X = X[~np.isnan(X[:, 0])].copy()  # every sample keeps view 0
+    X[:, 6:14] = np.nan  # and none has view 1
+    with pytest.raises(ValueError, match=r"view\(s\) \[1\] are missing in every"):
+        CorrelatedVariationalIMVC(3, views=views, **SMALL).fit(X)

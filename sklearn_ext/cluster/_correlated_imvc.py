@@ -241,7 +241,9 @@ class CorrelatedVariationalIMVC(
     with :math:`R_O` the rows and columns of :math:`R` of the observed views.
     :math:`R` is parameterised by a normalised Cholesky factor (a lower
     triangular matrix with unit diagonal whose rows are scaled to unit norm,
-    :math:`R = L L^\top`), so it is a valid correlation matrix at every step.
+    :math:`R = (1 - \epsilon) L L^\top + \epsilon I` with
+    :math:`\epsilon = 10^{-3}`), so it is a valid, well-conditioned
+    correlation matrix at every step (:math:`|R_{vw}| \le 1 - \epsilon`).
     With ``correlation="independent"``, :math:`R = I` and the fusion is exactly
     the product of experts (the ablation).
 
@@ -278,8 +280,9 @@ class CorrelatedVariationalIMVC(
     is DVIMC's product-of-experts ELBO (without its coherence term).
 
     Training first fits the encoders and decoders as an autoencoder on the
-    fused means (``pretrain_iter`` epochs), initialises the mixture by k-means
-    on the fused means, then maximises the ELBO (``max_iter`` epochs, stopped
+    plain average of the observed views' means (``pretrain_iter`` epochs),
+    initialises the mixture by k-means on those averages (also with
+    ``pretrain_iter=0``), then maximises the objective (``max_iter`` epochs, stopped
     early by ``tol`` / ``n_iter_no_change``). Columns are standardised by their
     mean and standard deviation over the samples that observe them. The
     reconstruction term of a view is its mean squared error per column times
@@ -352,6 +355,10 @@ class CorrelatedVariationalIMVC(
     views_ : list of ndarray
         Column indices of every view.
 
+    col_mean_, col_scale_ : ndarray of shape (n_features,)
+        Mean and standard deviation of every column over the samples that
+        observe it (1 where constant), used to standardise ``X``.
+
     module_ : torch.nn.Module
         The fitted networks and mixture, on the CPU.
 
@@ -359,7 +366,8 @@ class CorrelatedVariationalIMVC(
         Epochs of the variational phase.
 
     loss_curve_ : list of float
-        Negative ELBO per sample, per epoch of the variational phase.
+        Training loss per sample (negative ELBO minus the disagreement
+        log-likelihood), per epoch of the variational phase.
 
     device_ : str
         Device used for training.
@@ -477,7 +485,7 @@ class CorrelatedVariationalIMVC(
 
     def _standardised(self, X):
         """Columns standardised, missing views zero-filled (a new array)."""
-        Z = (X - self._col_mean) / self._col_scale
+        Z = (X - self.col_mean_) / self.col_scale_
         return np.where(np.isnan(Z), 0.0, Z)
 
     def _validate(self, X, reset):
@@ -515,11 +523,35 @@ class CorrelatedVariationalIMVC(
             )
         if n_samples < 2:
             raise ValueError(f"n_samples={n_samples}: at least 2 samples are needed.")
-        self._hidden()
-        with np.errstate(invalid="ignore"):
-            self._col_mean = np.nanmean(X, axis=0)
-            scale = np.nanstd(X, axis=0)
-        self._col_scale = np.where(scale > 1e-12, scale, 1.0)
+        never = np.flatnonzero(~observed.any(axis=0))
+        if never.size:
+            raise ValueError(
+                f"view(s) {never.tolist()} are missing in every sample: the model "
+                "cannot learn a view it never sees."
+            )
+        architecture = {
+            "views": [len(c) for c in self.views_],
+            "n_clusters": self.n_clusters,
+            "latent_dim": self.latent_dim,
+            "hidden_layer_sizes": self._hidden(),
+            "correlation": self.correlation,
+        }
+        module = self._fitted_module()
+        warm = module is not None
+        if warm:
+            changed = [k for k, v in architecture.items() if self._architecture[k] != v]
+            if changed:
+                raise ValueError(
+                    f"warm_start=True continues the fitted network, but {changed} "
+                    "changed since that fit; set warm_start=False to fit anew."
+                )
+        else:
+            # Columns are standardised once, by the first fit of a warm start.
+            with np.errstate(invalid="ignore"):
+                self.col_mean_ = np.nanmean(X, axis=0)
+                scale = np.nanstd(X, axis=0)
+            self.col_scale_ = np.where(scale > 1e-12, scale, 1.0)
+            self._architecture = architecture
 
         ctx = self._torch_context()
         Z = self._standardised(X)
@@ -527,8 +559,6 @@ class CorrelatedVariationalIMVC(
             to_tensor(Z[:, c], dtype=ctx.dtype, device=ctx.device) for c in self.views_
         ]
         mask = to_tensor(observed, dtype=ctx.dtype, device=ctx.device)
-        module = self._fitted_module()
-        warm = module is not None
         if not warm:
             module = init_parameters(self._build_module("module_"), ctx.generator)
         module = module.to(ctx.device)
@@ -548,7 +578,7 @@ class CorrelatedVariationalIMVC(
                 total = total + 0.5 * err * mask[idx, v]
             return total
 
-        if not warm and self.pretrain_iter > 0:
+        if not warm and self.pretrain_iter > 0:  # autoencoder pretraining
             ae_params = [
                 p
                 for part in (module.encoders, module.decoders)
@@ -578,6 +608,7 @@ class CorrelatedVariationalIMVC(
                 verbose=self.verbose,
                 estimator_name=type(self).__name__,
             )
+        if not warm:
             self._init_mixture(module, views, mask, ctx)
 
         def elbo_loss(idx):
@@ -612,8 +643,11 @@ class CorrelatedVariationalIMVC(
         torch = import_torch()
         module.eval()
         with torch.no_grad():
-            means, variances = module.encode(views)
-            mean, _ = module.fuse(means, variances, mask)
+            means, _ = module.encode(views)
+            # The plain average of the observed views, as in pretraining (the
+            # variance heads are not trained yet).
+            u = mask.unsqueeze(-1)
+            mean = (u * means).sum(1) / u.sum(1)
         Z = mean.detach().cpu().double().numpy()
         seed = int(torch.randint(2**31 - 1, (1,), generator=ctx.generator))
         km = KMeans(self.n_clusters, n_init=5, random_state=seed).fit(Z)
