@@ -175,16 +175,26 @@ def _define_net_class():
             least-squares mean. It is unbiased for R, unlike the likelihood at
             the fitted mean. The estimates are detached: they are the data of
             this term, so only R learns from it and the views cannot lower it
-            by collapsing their disagreement. Samples with one view add a
-            constant.
+            by collapsing their disagreement. Samples with one view add zero.
             """
             means, variances = means.detach(), variances.detach()
-            mean, var = self.fuse(means, variances, mask)
             m = mask.to(means.dtype).unsqueeze(-1)
-            resid = m * (means - mean.unsqueeze(1)) / variances.sqrt()
-            inv, logdet = self._masked_inverses(self.correlation(), mask, True)
-            quad = (resid * (inv @ resid)).sum((1, 2))
-            return 0.5 * (means.shape[2] * logdet + quad - torch.log(var).sum(1))
+            R = self.correlation()
+            eye = torch.eye(R.shape[0], dtype=R.dtype, device=R.device)
+
+            def nll(corr):
+                mean, var = self.fuse(means, variances, mask, corr)
+                resid = m * (means - mean.unsqueeze(1)) / variances.sqrt()
+                inv, logdet = self._masked_inverses(corr, mask, True)
+                quad = (resid * (inv @ resid)).sum((1, 2))
+                return 0.5 * (means.shape[2] * logdet + quad - torch.log(var).sum(1))
+
+            # Relative to independent errors (a log-likelihood ratio): the same
+            # gradient in R, but no drift from the detached estimates, so the
+            # training loss stays a usable stopping signal.
+            with torch.no_grad():
+                baseline = nll(eye)
+            return nll(R) - baseline
 
         def cluster_log_resp(self, mean, var):
             """log q(c | x) of the mixture prior given q(z | x) = N(mean, var)."""
@@ -268,11 +278,14 @@ class CorrelatedVariationalIMVC(
     restricted Gaussian likelihood of the contrasts,
     :math:`-\tfrac12[\log\det R_O + r^\top \Sigma_O^{-1} r
     + \log \mathbf 1^\top \Sigma_O^{-1} \mathbf 1]` per latent dimension
-    (:math:`r` the residuals around the fused mean), which is what identifies
+    (:math:`r` the residuals around the fused mean), taken relative to its
+    value at :math:`R = I` (a log-likelihood ratio, so that the training loss
+    does not drift with the estimates it treats as data), which is what
+    identifies
     :math:`R` from how the views disagree relative to their stated
     uncertainties. In that term the views' estimates are data (no gradient
     reaches the encoders through it), so the encoders cannot raise it by
-    collapsing their disagreement; samples with a single view add a constant.
+    collapsing their disagreement; samples with a single view add nothing.
     :math:`R_{vw}` is informed only by samples that have both views ``v`` and
     ``w``. :math:`q(c \mid x)` is the responsibility of each component given
     :math:`q(z \mid x_O)` in closed form (no sampling). With
