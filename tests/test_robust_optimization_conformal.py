@@ -349,7 +349,10 @@ def test_pickle_and_grid_search_with_a_problem(shortest_path_fit):
         {"norm": ["l2", "linf"]},
         cv=2,
     ).fit(X, C)
-    assert search.best_score_ <= 0
+    # Scores are minus a mean normalised regret: in [-1, 0], and they differ
+    # between the box and the ball.
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all((scores >= -1) & (scores <= 0)) and scores[0] != scores[1]
 
 
 # --------------------------------------------------------------- bad input
@@ -417,6 +420,8 @@ def test_non_finite_inputs(small_data, bad):
         _small().fit(X_bad, C)
     with pytest.raises(ValueError, match="Input y contains"):
         _small().fit(X, C_bad)
+    with pytest.raises(ValueError, match="Input y contains"):
+        _small().fit(X, C).score(X, C_bad)
 
 
 def test_inputs_are_not_modified(small_data):

@@ -210,8 +210,11 @@ def _define_net_class():
             return joint - torch.logsumexp(joint, 1, keepdim=True), joint
 
         def forward(self, views, observed):
+            """Inference: fused means, variances and log q(c | x), side by side."""
             means, variances = self.encode(views)
-            return self.fuse(means, variances, observed)
+            mean, var = self.fuse(means, variances, observed)
+            log_resp, _ = self.cluster_log_resp(mean, var)
+            return torch.cat([mean, var, log_resp], dim=1)
 
     return CorrelatedIMVCNet
 
@@ -648,7 +651,7 @@ class CorrelatedVariationalIMVC(
 
         self._train({"module_": module}, elbo_loss, n_samples, ctx)
         self.correlation_ = self._correlation()
-        self.labels_ = self._predict_from(X, observed).argmax(1)
+        self.labels_ = self._infer(X, observed)[2].argmax(1)
         return self
 
     def _init_mixture(self, module, views, mask, ctx):
@@ -684,38 +687,19 @@ class CorrelatedVariationalIMVC(
 
     # ------------------------------------------------------------ predict
 
-    def _fused(self, X, observed):
-        """Fused posterior means and variances, (n, 2 * latent_dim)."""
+    def _infer(self, X, observed):
+        """Fused means, variances and q(c | x) (float64 on the CPU), one pass."""
         sizes = np.cumsum([0] + [len(c) for c in self.views_])
         Z = self._standardised(X)[:, np.concatenate(self.views_)]
         packed = np.hstack([Z, observed.astype(np.float64)])
 
         def forward(module, batch):
             views = [batch[:, a:b] for a, b in zip(sizes[:-1], sizes[1:])]
-            mask = batch[:, sizes[-1] :]
-            means, variances = module.encode(views)
-            mean, var = module.fuse(means, variances, mask)
-            return import_torch().cat([mean, var], dim=1)
+            return module(views, batch[:, sizes[-1] :])
 
-        return self._predict_batches(forward, packed)
-
-    def _predict_from(self, X, observed):
-        """q(c | x) from the fused posterior, in float64 numpy."""
-        fused = self._fused(X, observed)
+        out = self._predict_batches(forward, packed)
         d = self.latent_dim
-        mean, var = fused[:, :d], fused[:, d:]
-        m = self.module_
-        logits = m.prior_logits.detach().double().numpy()
-        centres = m.prior_means.detach().double().numpy()
-        log_vars = m.prior_log_vars.detach().double().numpy()
-        diff = mean[:, None, :] - centres[None]
-        expected = -0.5 * (
-            log_vars[None] + (var[:, None, :] + diff**2) / np.exp(log_vars)[None]
-        ).sum(2)
-        joint = logits - np.logaddexp.reduce(logits) + expected
-        joint -= joint.max(axis=1, keepdims=True)
-        proba = np.exp(joint)
-        return proba / proba.sum(axis=1, keepdims=True)
+        return out[:, :d], out[:, d : 2 * d], np.exp(out[:, 2 * d :])
 
     def predict_proba(self, X):
         """Posterior probability of every cluster, q(c | x).
@@ -732,7 +716,7 @@ class CorrelatedVariationalIMVC(
         """
         check_is_fitted(self)
         X, observed = self._validate(X, reset=False)
-        return self._predict_from(X, observed)
+        return self._infer(X, observed)[2]
 
     def predict(self, X):
         """Most probable cluster of every sample.
@@ -764,7 +748,7 @@ class CorrelatedVariationalIMVC(
         """
         check_is_fitted(self)
         X, observed = self._validate(X, reset=False)
-        return self._fused(X, observed)[:, : self.latent_dim]
+        return self._infer(X, observed)[0]
 
     @property
     def _n_features_out(self):

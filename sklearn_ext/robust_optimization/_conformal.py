@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.metrics import r2_score
 from sklearn.model_selection import check_cv, cross_val_predict, train_test_split
-from sklearn.utils import check_random_state
+from sklearn.utils import check_array, check_random_state
 
 from sklearn_ext.robust_optimization._bounds import (
     frontier_bounds,
@@ -701,7 +701,9 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         if self.problem is None:
             return r2_score(y, self.predict(X))
         decisions = self.predict(X)
-        Y = self._check_y(np.asarray(y, dtype=float))
+        Y = self._check_y(
+            check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        )
         return -float(np.mean(_normalised_regret(self.problem, Y, decisions)))
 
     # --------------------------------------------------- harness contract
