@@ -14,6 +14,7 @@ _submodules = [
     "cluster",
     "datasets",
     "linear_model",
+    "multilabel",
     "robust_optimization",
     "utils",
 ]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 
 from sklearn_ext.utils._sklearn_compat import Interval, StrOptions
 from sklearn_ext.utils._torch import (
@@ -155,7 +156,8 @@ class TorchMixin:
         float64 copy of the fitted float32 weights, so that each row's output does
         not depend on which other rows share its batch (float32 matrix kernels
         round differently for different batch shapes); on a GPU it runs in
-        float32. ``forward`` must create any tensor it needs with the dtype and
+        float32. ``X`` may be a scipy sparse matrix, densified one batch at a
+        time. ``forward`` must create any tensor it needs with the dtype and
         device of its input.
         """
         torch = import_torch()
@@ -169,9 +171,10 @@ class TorchMixin:
         outputs = []
         with torch.inference_mode():
             for start in range(0, max(X.shape[0], 1), batch_size):
-                batch = to_tensor(
-                    X[start : start + batch_size], dtype=dtype, device=device
-                )
+                chunk = X[start : start + batch_size]
+                if sp.issparse(chunk):  # densified one batch at a time
+                    chunk = chunk.toarray()
+                batch = to_tensor(chunk, dtype=dtype, device=device)
                 outputs.append(to_numpy(forward(*modules, batch)))
         return np.concatenate(outputs, axis=0)
 

@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_ext.datasets._graph_multitask import make_graph_multitask
+from sklearn_ext.datasets._longtail_multilabel import make_longtail_multilabel
 from sklearn_ext.datasets._mfeat import load_mfeat
 from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
 from sklearn_ext.datasets._shortest_path import make_shortest_path
@@ -11,6 +12,7 @@ from sklearn_ext.datasets._shortest_path import make_shortest_path
 __all__ = [
     "load_mfeat",
     "make_graph_multitask",
+    "make_longtail_multilabel",
     "make_multiview_blobs",
     "make_shortest_path",
     "mask_views",
