@@ -14,6 +14,9 @@ Methods, on the same data:
 
 - ``NBCGClassifier`` (default settings);
 - its ablations ``objective="sum"`` and ``coalitions="random"``;
+- NBCG with a linear trunk (``hidden_layer_sizes=()``: the coalition channels
+  read the features directly), to separate the trunk's capacity from the
+  method;
 - one-vs-rest logistic regression (scikit-learn, C=1);
 - ``ClassifierChain`` of logistic regressions (random order);
 - an MLP with the same trunk as NBCG (256 ReLU units, Adam, same minibatches
@@ -64,6 +67,9 @@ def _methods(seed):
         "NBCG, objective=sum": NBCGClassifier(objective="sum", random_state=seed),
         "NBCG, coalitions=random": NBCGClassifier(
             coalitions="random", random_state=seed
+        ),
+        "NBCG, linear trunk (hidden_layer_sizes=())": NBCGClassifier(
+            hidden_layer_sizes=(), random_state=seed
         ),
         "one-vs-rest logistic": OneVsRestClassifier(lr),
         "ClassifierChain": ClassifierChain(lr, order="random", random_state=seed),

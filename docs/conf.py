@@ -46,6 +46,7 @@ def _write_api_reference():
             "LinearProblem",
             "BaseProblem",
         ],
+        "multilabel": ["learn_label_graph", "nash_bargaining_weights"],
     }
     for family, names in extras.items():
         if family in families:
@@ -77,6 +78,7 @@ def _write_api_reference():
         "sklearn_ext.datasets": [
             "load_mfeat",
             "make_graph_multitask",
+            "make_longtail_multilabel",
             "make_multiview_blobs",
             "make_shortest_path",
             "mask_views",

@@ -171,6 +171,16 @@ def test_ablations_change_what_they_claim():
     assert {tuple(c) for c in rand.coalitions_} != {tuple(c) for c in nash.coalitions_}
 
 
+def test_linear_trunk_is_a_linear_model():
+    X, Y, X_test, Y_test = _data(n_test=400)
+    clf = NBCGClassifier(**{**SMALL, "hidden_layer_sizes": ()}).fit(X, Y)
+    assert f1_score(Y_test, clf.predict(X_test), average="micro") > 0.8
+    # Logits are affine in X: the midpoint's logit is the mean of the two.
+    a, b = X_test[:1], X_test[1:2]
+    mid = clf.decision_function((a + b) / 2)
+    assert_allclose(mid, (clf.decision_function(a) + clf.decision_function(b)) / 2)
+
+
 def test_one_dimensional_y_is_multiclass():
     rng = np.random.RandomState(0)
     y = rng.choice(["a", "b", "c"], 300)

@@ -488,7 +488,10 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         "nash" weights the coalitions by the bargaining solution; "sum" gives
         every coalition weight 1 (ablation).
     hidden_layer_sizes : tuple of int, default=(256,)
-        Widths of the shared trunk's hidden layers (ReLU).
+        Widths of the shared trunk's hidden layers (ReLU). ``()`` makes the
+        trunk the identity: the coalition channels are linear in the
+        features, a structured linear model (the shared representation is
+        then ``X`` itself).
     channel_width : int, default=8
         Channels per label in its coalition's block.
     disagreement_decay : float, default=0.1
@@ -678,9 +681,9 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
     def _hidden(self):
         hidden = tuple(self.hidden_layer_sizes)
-        if not hidden or not all(isinstance(h, Integral) and h >= 1 for h in hidden):
+        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
             raise ValueError(
-                "hidden_layer_sizes must be a non-empty tuple of positive integers; "
+                "hidden_layer_sizes must be a tuple of positive integers; "
                 f"got {self.hidden_layer_sizes!r}."
             )
         return tuple(int(h) for h in hidden)
@@ -1052,7 +1055,12 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         from sklearn_ext.datasets import make_longtail_multilabel
 
         X, Y, X_test, Y_test, info = make_longtail_multilabel(
-            n_samples=4000, n_test=4000, return_structure=True, random_state=0
+            n_samples=4000,
+            n_features=200,
+            signal=2.0,
+            n_test=4000,
+            return_structure=True,
+            random_state=0,
         )
         tail = info.tail
 
