@@ -15,8 +15,6 @@ Losses, per label ``l`` and sample:
   ``beta = 0.999``, with the weights normalised to mean 1.
 """
 
-from numbers import Integral
-
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin
@@ -66,8 +64,7 @@ class MLPLossClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstim
     def _build_module(self, attr):
         torch = import_torch()
         layers, d = [], self.n_features_in_
-        for h in self.hidden_layer_sizes:
-            assert isinstance(h, Integral)
+        for h in self._hidden_layer_sizes():
             layers += [torch.nn.Linear(d, h), torch.nn.ReLU()]
             d = h
         layers.append(torch.nn.Linear(d, self.n_labels_))

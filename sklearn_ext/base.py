@@ -98,6 +98,16 @@ class TorchMixin:
             return min(200, n_samples)
         return min(self.batch_size, n_samples)
 
+    def _hidden_layer_sizes(self):
+        """The ``hidden_layer_sizes`` parameter as a tuple of ints (may be empty)."""
+        hidden = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
+            raise ValueError(
+                "hidden_layer_sizes must be a tuple of positive integers; got "
+                f"{self.hidden_layer_sizes!r}."
+            )
+        return tuple(int(h) for h in hidden)
+
     def _fitted_module(self, attr="module_"):
         """The module fitted before, when ``warm_start`` asks to continue from it."""
         if self.warm_start and hasattr(self, attr):

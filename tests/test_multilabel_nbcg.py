@@ -280,3 +280,9 @@ def test_inputs_are_not_modified():
     NBCGClassifier(**SMALL).fit(X, Y).predict(X)
     assert_array_equal(X, X0)
     assert_array_equal(Y, Y0)
+
+
+def test_bad_hidden_layer_sizes_is_named():
+    X, Y = _data(n=100)
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        NBCGClassifier(**{**SMALL, "hidden_layer_sizes": (0,)}).fit(X, Y)

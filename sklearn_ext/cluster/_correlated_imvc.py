@@ -481,20 +481,11 @@ class CorrelatedVariationalIMVC(
 
     # ------------------------------------------------------------ helpers
 
-    def _hidden(self):
-        hidden = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
-            raise ValueError(
-                "hidden_layer_sizes must be positive integers; got "
-                f"{self.hidden_layer_sizes!r}."
-            )
-        return tuple(int(h) for h in hidden)
-
     def _build_module(self, attr):
         return _build_net(
             [len(c) for c in self.views_],
             self.latent_dim,
-            self._hidden(),
+            self._hidden_layer_sizes(),
             self.n_clusters,
             self.correlation == "learned",
         )
@@ -549,7 +540,7 @@ class CorrelatedVariationalIMVC(
             "views": [len(c) for c in self.views_],
             "n_clusters": self.n_clusters,
             "latent_dim": self.latent_dim,
-            "hidden_layer_sizes": self._hidden(),
+            "hidden_layer_sizes": self._hidden_layer_sizes(),
             "correlation": self.correlation,
         }
         module = self._fitted_module()

@@ -679,15 +679,6 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
     # ------------------------------------------------------------ helpers
 
-    def _hidden(self):
-        hidden = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
-            raise ValueError(
-                "hidden_layer_sizes must be a tuple of positive integers; "
-                f"got {self.hidden_layer_sizes!r}."
-            )
-        return tuple(int(h) for h in hidden)
-
     def _read_mask(self):
         """(total channel width, n_labels) 0/1 matrix: which channels a label reads."""
         n_labels = len(self.label_frequencies_)
@@ -702,7 +693,9 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     def _build_module(self, attr):
         widths, mask = self._read_mask()
         n_labels = len(self.label_frequencies_)
-        return _build_net(self.n_features_in_, self._hidden(), widths, n_labels, mask)
+        return _build_net(
+            self.n_features_in_, self._hidden_layer_sizes(), widths, n_labels, mask
+        )
 
     def _check_targets(self, y):
         """Indicator matrix and mode ("multilabel" or "multiclass") of the target."""
@@ -761,7 +754,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
                 f"X and Y have different numbers of samples: X has {X.shape[0]}, "
                 f"Y has {Y.shape[0]}."
             )
-        hidden = self._hidden()
+        hidden = self._hidden_layer_sizes()
         if mode == "multiclass":
             classes, codes = np.unique(Y, return_inverse=True)
             T = np.zeros((len(Y), len(classes)))
