@@ -47,6 +47,7 @@ def _write_api_reference():
             "BaseProblem",
         ],
         "multilabel": ["learn_label_graph", "nash_bargaining_weights"],
+        "network": ["tensor_to_dyads", "dyads_to_tensor"],
     }
     for family, names in extras.items():
         if family in families:
@@ -77,8 +78,10 @@ def _write_api_reference():
     sections = {
         "sklearn_ext.datasets": [
             "load_mfeat",
+            "load_mice_connectomes",
             "make_graph_multitask",
             "make_longtail_multilabel",
+            "make_multilayer_network",
             "make_multiview_blobs",
             "make_shortest_path",
             "mask_views",

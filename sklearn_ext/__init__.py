@@ -15,6 +15,7 @@ _submodules = [
     "datasets",
     "linear_model",
     "multilabel",
+    "network",
     "robust_optimization",
     "utils",
 ]

@@ -185,7 +185,9 @@ def to_tensor(X, *, dtype=None, device="cpu"):
         dtype = torch.float32
     # torch.tensor always copies (and, unlike torch.from_numpy, accepts
     # non-writable arrays without a warning).
-    return torch.tensor(np.asarray(X), dtype=dtype, device=device)
+    # C order: torch.tensor keeps a Fortran-ordered array's strides, and some
+    # consumers (e.g. L-BFGS's flattening of gradients) need contiguous tensors.
+    return torch.tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
 
 
 def to_numpy(tensor, dtype=np.float64):

@@ -1,0 +1,402 @@
+"""T-GINEE on multilayer networks: recovery, inference, peers, mouse connectomes, speed.
+
+Part 1, peers on generated data. ``make_multilayer_network`` (200 nodes, 4
+layers, rank 2, 3 communities, 2 dyad covariates, logit link) at layer
+correlation 0 and 0.6; 10% of the dyads held out (whole dyads). Methods:
+TGINEE with each working covariance; tensorly's CP (``parafac``, rank 2,
+masked) of the adjacency tensor; per-layer adjacency spectral embedding (rank
+2, ``scipy.sparse.linalg.eigsh``); statsmodels GEE (Binomial, exchangeable)
+on the covariates alone, in long format. Metrics: held-out link AUC (mean over
+layers), relative error of beta, community ARI (k-means on the node factors),
+fit seconds.
+
+Part 2, inference (100 repetitions, 100 nodes, 3 layers, layer correlation 0
+and 0.6): coverage of the 95% sandwich intervals of beta, their mean width,
+and the empirical standard deviation of beta over repetitions, for the
+independence and exchangeable working covariances.
+
+Part 3, the 32 mouse DTI connectomes (``load_mice_connectomes``, 332 nodes)
+as a 32-layer binary network (an edge is a non-zero weight), with dyad
+covariates "same hemisphere" and "same anatomical block"; 10% of the dyads
+held out. Held-out AUC against the peers, and ARI of k-means (14 clusters)
+on the node factors against the 14 hemisphere x block labels. statsmodels
+GEE runs on a random 5000 of the training dyads (its long format has
+n_dyads x 32 rows).
+
+Part 4, speed: fit seconds of TGINEE against tensorly's CP at 100, 300 and
+1000 nodes with 10 layers (rank 2), and peak memory at 1000.
+
+Run ``python benchmarks/bench_tginee.py`` (``--quick`` for a smoke run).
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from _common import measure, write_results
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score, roc_auc_score
+from sklearn.model_selection import train_test_split
+
+from sklearn_ext.datasets import load_mice_connectomes, make_multilayer_network
+from sklearn_ext.network import TGINEE, dyads_to_tensor, tensor_to_dyads
+
+warnings.filterwarnings("ignore", category=ConvergenceWarning)
+warnings.filterwarnings("ignore", category=RuntimeWarning)
+COVS = ("independence", "exchangeable", "unstructured")
+
+
+def _auc(Y, P):
+    scores = []
+    for k in range(Y.shape[1]):
+        seen = ~np.isnan(Y[:, k])
+        if len(np.unique(Y[seen, k])) == 2:
+            scores.append(roc_auc_score(Y[seen, k], P[seen, k]))
+    return float(np.mean(scores))
+
+
+def _ari(labels, factors, k):
+    pred = KMeans(k, n_init=10, random_state=0).fit_predict(factors)
+    return adjusted_rand_score(labels, pred)
+
+
+def _parafac(X_tr, Y_tr, n, rank):
+    """Masked CP of the training tensor; returns a predictor for dyads."""
+    import tensorly as tl
+    from tensorly.decomposition import parafac
+
+    A = dyads_to_tensor(X_tr[:, :2], Y_tr, n)
+    mask = ~np.isnan(A)
+    cp = parafac(
+        tl.tensor(np.nan_to_num(A)),
+        rank,
+        mask=tl.tensor(mask.astype(float)),
+        init="random",
+        n_iter_max=200,
+        random_state=0,
+    )
+    full = tl.cp_to_tensor(cp)
+    return full, cp.factors[1]
+
+
+def _ase(X_tr, Y_tr, n, rank):
+    """Per-layer adjacency spectral embedding of the training layers."""
+    from scipy.sparse.linalg import eigsh
+
+    A = np.nan_to_num(dyads_to_tensor(X_tr[:, :2], Y_tr, n))
+    full, embeddings = np.empty_like(A), []
+    for layer in range(A.shape[0]):
+        vals, vecs = eigsh(A[layer], k=rank, which="LA")
+        full[layer] = (vecs * vals) @ vecs.T
+        embeddings.append(vecs * np.sqrt(np.abs(vals)))
+    return full, np.hstack(embeddings)
+
+
+def _from_tensor(full, X):
+    i, j = X[:, 0].astype(int), X[:, 1].astype(int)
+    return full[:, i, j].T
+
+
+def _statsmodels_gee(X_tr, Y_tr, X_te, n_layers):
+    """GEE on the covariates alone, long format, layer-specific coefficients."""
+    import statsmodels.api as sm
+
+    def long(X, Y=None):
+        Z = np.hstack([X[:, 2:], np.ones((len(X), 1))])
+        rows = np.kron(Z, np.eye(n_layers))  # one row per (dyad, layer)
+        y = None if Y is None else Y.reshape(-1)
+        return rows, y
+
+    exog, endog = long(X_tr, Y_tr)
+    keep = ~np.isnan(endog)
+    groups = np.repeat(np.arange(len(X_tr)), n_layers)
+    model = sm.GEE(
+        endog[keep],
+        exog[keep],
+        groups=groups[keep],
+        family=sm.families.Binomial(),
+        cov_struct=sm.cov_struct.Exchangeable(),
+    ).fit()
+    exog_te, _ = long(X_te)
+    pred = model.predict(exog_te).reshape(len(X_te), n_layers)
+    q = X_tr.shape[1] - 1
+    coef = model.params.reshape(q, n_layers).T  # (layer, covariate + intercept)
+    return pred, coef[:, :-1]
+
+
+def peers_part(n, seeds, rank=2):
+    rows = []
+    for rho in (0.0, 0.6):
+        per = {}
+        for seed in seeds:
+            A, C, truth = make_multilayer_network(
+                n, 4, rank, layer_correlation=rho, random_state=seed
+            )
+            X, Y = tensor_to_dyads(A, C)
+            X_tr, X_te, Y_tr, Y_te = train_test_split(
+                X, Y, test_size=0.1, random_state=seed
+            )
+            beta = truth.coef
+
+            def record(
+                name,
+                seconds,
+                P,
+                coef=None,
+                factors=None,
+                per=per,
+                Y_te=Y_te,
+                beta=beta,
+                truth=truth,
+            ):
+                row = {"auc": _auc(Y_te, P), "fit_seconds": seconds}
+                if coef is not None:
+                    row["beta_rel_error"] = np.linalg.norm(
+                        coef - beta
+                    ) / np.linalg.norm(beta)
+                if factors is not None:
+                    row["community_ari"] = _ari(truth.communities, factors, 3)
+                per.setdefault(name, []).append(row)
+
+            for cov in COVS:
+                model = TGINEE(
+                    rank, dyad_columns=(0, 1), working_covariance=cov, random_state=0
+                )
+                start = time.perf_counter()
+                model.fit(X_tr, Y_tr)
+                record(
+                    f"TGINEE, {cov}",
+                    time.perf_counter() - start,
+                    model.predict(X_te),
+                    model.coef_,
+                    model.node_factors_[np.argsort(model.nodes_)],
+                )
+            start = time.perf_counter()
+            full, node_factors = _parafac(X_tr, Y_tr, n, rank)
+            record(
+                "tensorly parafac (masked CP)",
+                time.perf_counter() - start,
+                _from_tensor(full, X_te),
+                factors=node_factors,
+            )
+            start = time.perf_counter()
+            full, emb = _ase(X_tr, Y_tr, n, rank)
+            record(
+                "per-layer ASE (scipy)",
+                time.perf_counter() - start,
+                _from_tensor(full, X_te),
+                factors=emb,
+            )
+            start = time.perf_counter()
+            pred, coef = _statsmodels_gee(X_tr, Y_tr, X_te, 4)
+            record(
+                "statsmodels GEE, covariates only",
+                time.perf_counter() - start,
+                pred,
+                coef,
+            )
+        for name, runs in per.items():
+            row = {"layer_correlation": rho, "method": name}
+            for key in ("auc", "beta_rel_error", "community_ari", "fit_seconds"):
+                values = [r[key] for r in runs if key in r]
+                if values:
+                    row[key] = f"{np.mean(values):.3f} ± {np.std(values):.3f}"
+            rows.append(row)
+            print(row, flush=True)
+    return rows
+
+
+def inference_part(n, reps):
+    rows = []
+    for rho in (0.0, 0.6):
+        for cov in ("independence", "exchangeable"):
+            estimates, hits, widths = [], [], []
+            for seed in range(reps):
+                A, C, truth = make_multilayer_network(
+                    n, 3, 2, layer_correlation=rho, random_state=1000 + seed
+                )
+                X, Y = tensor_to_dyads(A, C)
+                model = TGINEE(
+                    2, dyad_columns=(0, 1), working_covariance=cov, random_state=0
+                ).fit(X, Y)
+                lo, hi = np.moveaxis(model.conf_int(0.05), -1, 0)
+                hits.append((lo <= truth.coef) & (truth.coef <= hi))
+                widths.append(hi - lo)
+                estimates.append(model.coef_ - truth.coef)
+            rows.append(
+                {
+                    "layer_correlation": rho,
+                    "working_covariance": cov,
+                    "coverage_95": float(np.mean(hits)),
+                    "mean_ci_width": float(np.mean(widths)),
+                    "empirical_sd_beta": float(np.std(estimates, axis=0).mean()),
+                    "mean_bias_beta": float(np.mean(estimates)),
+                    "repetitions": reps,
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
+def mice_part(rank=4):
+    data = load_mice_connectomes()
+    A = (data.graphs > 0).astype(float)
+    n = A.shape[1]
+    for layer in A:
+        np.fill_diagonal(layer, np.nan)
+    same_hemi = (data.hemisphere[:, None] == data.hemisphere[None, :]).astype(float)
+    same_block = (data.blocks[:, None] == data.blocks[None, :]).astype(float)
+    X, Y = tensor_to_dyads(A, np.stack([same_hemi, same_block], -1))
+    X_tr, X_te, Y_tr, Y_te = train_test_split(X, Y, test_size=0.1, random_state=0)
+    labels = np.unique(
+        np.char.add(data.hemisphere.astype(str), data.blocks.astype(str)),
+        return_inverse=True,
+    )[1]
+    rows = []
+
+    def add(name, seconds, P, factors=None):
+        row = {"method": name, "auc": _auc(Y_te, P), "fit_seconds": seconds}
+        if factors is not None:
+            row["block_ari_14"] = _ari(labels, factors, 14)
+        rows.append(row)
+        print(row, flush=True)
+
+    for cov in ("independence", "exchangeable", "unstructured"):
+        model = TGINEE(
+            rank, dyad_columns=(0, 1), working_covariance=cov, random_state=0
+        )
+        start = time.perf_counter()
+        model.fit(X_tr, Y_tr)
+        add(
+            f"TGINEE, {cov}",
+            time.perf_counter() - start,
+            model.predict(X_te),
+            model.node_factors_[np.argsort(model.nodes_)],
+        )
+    start = time.perf_counter()
+    full, factors = _parafac(X_tr, Y_tr, n, rank)
+    add(
+        "tensorly parafac (masked CP)",
+        time.perf_counter() - start,
+        _from_tensor(full, X_te),
+        factors,
+    )
+    start = time.perf_counter()
+    full, emb = _ase(X_tr, Y_tr, n, rank)
+    add(
+        "per-layer ASE (scipy)",
+        time.perf_counter() - start,
+        _from_tensor(full, X_te),
+        emb,
+    )
+    sub = np.random.RandomState(0).choice(len(X_tr), 5000, replace=False)
+    start = time.perf_counter()
+    pred, _ = _statsmodels_gee(X_tr[sub], Y_tr[sub], X_te, Y.shape[1])
+    add(
+        "statsmodels GEE, covariates only (5000 dyads)",
+        time.perf_counter() - start,
+        pred,
+    )
+    return rows
+
+
+def speed_part(sizes, n_layers=10, rank=2):
+    import tensorly as tl
+    from tensorly.decomposition import parafac
+
+    rows = []
+    for n in sizes:
+        A, C, _ = make_multilayer_network(n, n_layers, rank, random_state=0)
+        X, Y = tensor_to_dyads(A, C)
+        dense = tl.tensor(np.nan_to_num(A))
+        repeat = 1 if n >= 1000 else 2
+        ours, _ = measure(
+            lambda X=X, Y=Y: TGINEE(rank, dyad_columns=(0, 1), random_state=0).fit(
+                X, Y
+            ),
+            repeat=repeat,
+            warmup=False,
+        )
+        cp, _ = measure(
+            lambda dense=dense: parafac(
+                dense, rank, init="random", n_iter_max=200, random_state=0
+            ),
+            repeat=repeat,
+            warmup=False,
+        )
+        rows.append(
+            {
+                "n_nodes": n,
+                "n_dyads": len(X),
+                "tginee_seconds": ours["seconds"],
+                "parafac_seconds": cp["seconds"],
+                "ratio_tginee_over_parafac": ours["seconds"] / cp["seconds"],
+                "tginee_peak_mb": ours["peak_mb"],
+                "parafac_peak_mb": cp["peak_mb"],
+            }
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    quick = args.quick
+    write_results(
+        "tginee_peers",
+        peers_part(80 if quick else 200, [0] if quick else [0, 1, 2]),
+        [
+            "layer_correlation",
+            "method",
+            "auc",
+            "beta_rel_error",
+            "community_ari",
+            "fit_seconds",
+        ],
+        title="T-GINEE against peers on generated multilayer networks "
+        "(held-out 10% of dyads; mean ± std over seeds)",
+    )
+    write_results(
+        "tginee_inference",
+        inference_part(60 if quick else 100, 5 if quick else 100),
+        [
+            "layer_correlation",
+            "working_covariance",
+            "coverage_95",
+            "mean_ci_width",
+            "empirical_sd_beta",
+            "mean_bias_beta",
+            "repetitions",
+        ],
+        title="T-GINEE sandwich intervals of beta: coverage and efficiency",
+    )
+    if not quick:
+        write_results(
+            "tginee_mice",
+            mice_part(),
+            ["method", "auc", "block_ari_14", "fit_seconds"],
+            title="32 mouse DTI connectomes as a 32-layer binary network "
+            "(held-out 10% of dyads)",
+        )
+    write_results(
+        "tginee_speed",
+        speed_part([100, 300] if quick else [100, 300, 1000]),
+        [
+            "n_nodes",
+            "n_dyads",
+            "tginee_seconds",
+            "parafac_seconds",
+            "ratio_tginee_over_parafac",
+            "tginee_peak_mb",
+            "parafac_peak_mb",
+        ],
+        title="T-GINEE against tensorly's CP: fit time and memory (10 layers, rank 2)",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""
+===================================================================
+Link prediction and communities in a multilayer network
+===================================================================
+
+A multilayer network has the same nodes in several layers (relationship
+types). :class:`~sklearn_ext.network.TGINEE` models all layers at once:
+
+- node factors shared by the layers, combined through a CP decomposition;
+- a logit link for binary edges;
+- dyad covariates with layer-specific coefficients;
+- generalized estimating equations whose working covariance captures the
+  correlation of a dyad's edges across layers.
+
+This example generates a 4-layer network with three planted communities and
+correlated layers, holds out 10% of the dyads, and then shows:
+
+- the node factors, coloured by the planted community;
+- the estimated working correlation;
+- the coefficients, with their sandwich 95% intervals, against the truth;
+- held-out link AUC, against a GEE on the covariates alone.
+
+It runs in under a minute on a laptop CPU.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+# %%
+# Data: one row per dyad
+# ----------------------
+# ``tensor_to_dyads`` turns the (layers, nodes, nodes) adjacency tensor into
+# ``X`` (the two node indices first, then the dyad covariates) and ``Y``
+# (one column per layer). Splitting the rows holds out whole dyads.
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score, roc_auc_score
+from sklearn.model_selection import train_test_split
+
+from sklearn_ext.datasets import make_multilayer_network
+from sklearn_ext.network import TGINEE, tensor_to_dyads
+
+A, C, truth = make_multilayer_network(
+    200, 4, 2, layer_correlation=0.6, n_covariates=2, random_state=0
+)
+X, Y = tensor_to_dyads(A, C)
+X_tr, X_te, Y_tr, Y_te = train_test_split(X, Y, test_size=0.1, random_state=0)
+print(f"{len(X)} dyads, {Y.shape[1]} layers, edge density {np.nanmean(Y):.2f}")
+
+# %%
+# Fit, and compare with the covariates alone
+# ------------------------------------------
+model = TGINEE(2, dyad_columns=(0, 1), working_covariance="exchangeable")
+model.fit(X_tr, Y_tr)
+plain = TGINEE(dyad_columns=None).fit(X_tr[:, 2:], Y_tr)
+
+
+def mean_auc(P):
+    return np.mean([roc_auc_score(Y_te[:, k], P[:, k]) for k in range(Y.shape[1])])
+
+
+print(f"held-out AUC, T-GINEE:         {mean_auc(model.predict(X_te)):.3f}")
+print(f"held-out AUC, covariates only: {mean_auc(plain.predict(X_te[:, 2:])):.3f}")
+labels = KMeans(3, n_init=10, random_state=0).fit_predict(model.node_factors_)
+ari = adjusted_rand_score(truth.communities[model.nodes_], labels)
+print(f"community ARI from the node factors: {ari:.3f}")
+
+# %%
+# Factors, working correlation and coefficients
+# ---------------------------------------------
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+U = model.node_factors_
+axes[0].scatter(U[:, 0], U[:, 1], c=truth.communities[model.nodes_], s=12)
+axes[0].set_title(f"node factors (ARI {ari:.2f})")
+im = axes[1].imshow(model.working_correlation_, vmin=-1, vmax=1, cmap="RdBu_r")
+axes[1].set_title("working correlation across layers")
+fig.colorbar(im, ax=axes[1])
+ci = model.conf_int(0.05).reshape(-1, 2)
+order = np.arange(len(ci))
+axes[2].errorbar(
+    order,
+    model.coef_.ravel(),
+    yerr=[model.coef_.ravel() - ci[:, 0], ci[:, 1] - model.coef_.ravel()],
+    fmt="o",
+    label="estimate, 95% interval",
+)
+axes[2].plot(order, truth.coef.ravel(), "kx", label="true beta")
+axes[2].set_xlabel("(layer, covariate)")
+axes[2].legend()
+fig.tight_layout()
+plt.show()

@@ -1,0 +1,206 @@
+"""TGINEE: recovery, the GEE equations, inference, link prediction, bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.cluster import KMeans
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score, make_scorer, roc_auc_score
+from sklearn.model_selection import GridSearchCV, KFold, train_test_split
+
+from sklearn_ext.datasets import make_multilayer_network
+from sklearn_ext.network import TGINEE, tensor_to_dyads
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def _network(n=80, rho=0.0, link="logit", seed=0, **kw):
+    A, C, truth = make_multilayer_network(
+        n, 3, 2, link=link, layer_correlation=rho, random_state=seed, **kw
+    )
+    X, Y = tensor_to_dyads(A, C)
+    return X, Y, truth
+
+
+def _model(**kw):
+    return TGINEE(2, dyad_columns=(0, 1), device="cpu", random_state=0, **kw)
+
+
+def test_recovers_communities_coefficients_and_links():
+    X, Y, truth = _network(n=120, rho=0.6)
+    X_tr, X_te, Y_tr, Y_te = train_test_split(X, Y, test_size=0.2, random_state=0)
+    model = _model().fit(X_tr, Y_tr)
+    labels = KMeans(3, n_init=10, random_state=0).fit_predict(model.node_factors_)
+    assert adjusted_rand_score(truth.communities[model.nodes_], labels) >= 0.9
+    rel = np.linalg.norm(model.coef_ - truth.coef) / np.linalg.norm(truth.coef)
+    assert rel < 0.15
+    P = model.predict(X_te)
+    auc = np.mean([roc_auc_score(Y_te[:, k], P[:, k]) for k in range(3)])
+    assert auc > 0.75
+    assert 0.1 < model.working_correlation_[0, 1] < 0.6  # copula-attenuated 0.6
+
+
+def test_independence_solves_the_bernoulli_score_equations():
+    X, Y, _ = _network(n=40)
+    model = _model(working_covariance="independence", alpha=0.0).fit(X, Y)
+    mu = model.predict(X)
+    Zt = np.hstack([X[:, 2:], np.ones((len(X), 1))])
+    # GEE with R = I and a canonical link: sum_d z_d (y_dl - mu_dl) = 0.
+    assert_allclose(Zt.T @ (Y - mu), 0, atol=1e-4)
+
+
+@pytest.mark.parametrize("structure", ["exchangeable", "unstructured"])
+def test_coefficients_solve_the_gee_with_the_working_correlation(structure):
+    X, Y, _ = _network(n=50, rho=0.6)
+    model = _model(working_covariance=structure, max_iter=60, tol=1e-8).fit(X, Y)
+    eta = np.log(model.predict(X) / (1 - model.predict(X)))
+    mu, dmu, var = model._moments(eta)
+    inv_sd = 1 / np.sqrt(var)
+    groups = model._pattern_groups(np.ones_like(Y, dtype=bool))
+    Zt = np.hstack([X[:, 2:], np.ones((len(X), 1))])
+    H, S = model._gee_blocks(
+        dmu, inv_sd, Y - mu, groups, Zt, model.working_correlation_
+    )
+    # The estimating function for (beta, b) vanishes at the solution.
+    assert np.abs(S.sum(0)).max() < 1e-4 * np.abs(S).sum(0).max()
+    R = model.working_correlation_
+    assert_allclose(R, R.T)
+    assert np.linalg.eigvalsh(R).min() > 0
+    if structure == "exchangeable":
+        off = R[~np.eye(3, dtype=bool)]
+        assert_allclose(off, off[0])
+
+
+def test_sandwich_intervals_cover_the_truth():
+    """Quick version of the benchmark's coverage study (15 repetitions)."""
+    hits, total = 0, 0
+    for seed in range(15):
+        X, Y, truth = _network(n=100, rho=0.6, seed=seed)
+        model = _model().fit(X, Y)
+        lo, hi = np.moveaxis(model.conf_int(0.05), -1, 0)
+        hits += ((lo <= truth.coef) & (truth.coef <= hi)).sum()
+        total += truth.coef.size
+    assert 0.85 <= hits / total <= 1.0
+
+
+def test_identity_link_without_factors_matches_least_squares():
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 3)
+    B = rng.randn(2, 3)
+    Y = X @ B.T + 0.5 + 0.1 * rng.randn(200, 2)
+    model = TGINEE(link="identity", device="cpu").fit(X, Y)
+    Xt = np.hstack([X, np.ones((200, 1))])
+    ols = np.linalg.lstsq(Xt, Y, rcond=None)[0].T
+    assert_allclose(model.coef_, ols[:, :3], atol=1e-6)
+    assert_allclose(model.intercept_, ols[:, 3], atol=1e-6)
+    assert not hasattr(model, "transform")
+
+
+def test_missing_entries_are_skipped():
+    X, Y, truth = _network(n=80)
+    Y = Y.copy()
+    rng = np.random.RandomState(0)
+    Y[rng.rand(*Y.shape) < 0.2] = np.nan
+    model = _model().fit(X, Y)
+    assert np.isfinite(model.predict(X)).all()
+    rel = np.linalg.norm(model.coef_ - truth.coef) / np.linalg.norm(truth.coef)
+    assert rel < 0.3
+    assert np.isfinite(model.score(X, Y))
+
+
+def test_count_layers_with_log_link():
+    X, Y, truth = _network(n=60, link="log")
+    model = _model(link="log").fit(X, Y)
+    rel = np.linalg.norm(model.coef_ - truth.coef) / np.linalg.norm(truth.coef)
+    assert rel < 0.15
+    assert (model.predict(X) > 0).all()
+
+
+def test_transform_returns_node_factors_and_names_unseen_nodes():
+    X, Y, _ = _network(n=30)
+    model = _model().fit(X, Y)
+    assert_array_equal(model.transform(np.array([3, 0])), model.node_factors_[[3, 0]])
+    with pytest.raises(ValueError, match="Node 99"):
+        model.transform(np.array([99]))
+    X_new = X[:2].copy()
+    X_new[0, 1] = 77
+    with pytest.raises(ValueError, match="Node 77 was not seen"):
+        model.predict(X_new)
+
+
+def test_grid_search_over_dyads_is_link_prediction():
+    X, Y, _ = _network(n=50)
+
+    def mean_auc(y_true, y_pred):
+        return np.mean(
+            [roc_auc_score(y_true[:, k], y_pred[:, k]) for k in range(y_true.shape[1])]
+        )
+
+    search = GridSearchCV(
+        _model(max_iter=5),
+        {
+            "n_components": [1, 2],
+            "working_covariance": ["independence", "exchangeable"],
+        },
+        scoring=make_scorer(mean_auc),
+        cv=KFold(3, shuffle=True, random_state=0),
+    ).fit(X, Y)
+    assert search.best_params_["n_components"] == 2
+    assert 0.6 < search.best_score_ <= 1.0
+
+
+# --------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda X: np.r_[X[:1] - [3, 0, 0, 0], X[1:]], "non-negative integers"),
+        (lambda X: np.r_[X[:1] + [0.5, 0, 0, 0], X[1:]], "non-negative integers"),
+        (lambda X: np.where(np.arange(X.shape[1]) == 2, np.nan, X), "NaN"),
+    ],
+)
+def test_bad_node_indices_and_nan_in_x(change, match):
+    X, Y, _ = _network(n=20)
+    with pytest.raises(ValueError, match=match):
+        _model().fit(change(X), Y)
+
+
+def test_dyad_columns_out_of_range():
+    X, Y, _ = _network(n=20)
+    with pytest.raises(ValueError, match="out of range"):
+        TGINEE(dyad_columns=(0, 9), device="cpu").fit(X, Y)
+    with pytest.raises(ValueError, match="two different column"):
+        TGINEE(dyad_columns=(1, 1), device="cpu").fit(X, Y)
+
+
+def test_link_that_does_not_fit_the_data():
+    X, Y, _ = _network(n=20, link="identity")
+    with pytest.raises(ValueError, match='link="log" needs non-negative'):
+        _model(link="log").fit(X, Y)
+    with pytest.raises(ValueError, match='link="logit" needs binary'):
+        _model(link="logit").fit(X, Y)
+
+
+def test_layer_count_must_match_fit():
+    X, Y, _ = _network(n=20)
+    model = _model().fit(X, Y)
+    with pytest.raises(ValueError, match="3 layers|fitted with 3"):
+        model.score(X, Y[:, :2])
+
+
+def test_inputs_are_not_modified():
+    X, Y, _ = _network(n=20)
+    X0, Y0 = X.copy(), Y.copy()
+    _model().fit(X, Y).predict(X)
+    assert_array_equal(X, X0)
+    assert_array_equal(Y, Y0)
