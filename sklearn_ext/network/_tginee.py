@@ -646,18 +646,6 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
         inverse = inverse.ravel()
         return [(pat, np.flatnonzero(inverse == g)) for g, pat in enumerate(patterns)]
 
-    def _precisions(self, groups, corr, torch):
-        eye = torch.eye(corr.shape[0], dtype=corr.dtype, device=corr.device)
-        out = []
-        for pattern, rows in groups:
-            obs = torch.as_tensor(pattern, dtype=corr.dtype, device=corr.device)
-            outer = obs[:, None] * obs[None, :]
-            block = corr * outer + eye * (1 - obs)[None, :]
-            P = torch.linalg.inv(block) * outer
-            idx = None if rows is None else torch.as_tensor(rows, device=corr.device)
-            out.append((idx, P))
-        return out
-
     def _moments(self, eta):
         """Mean, d mean / d eta and variance function, in NumPy."""
         if self.link == "logit":
