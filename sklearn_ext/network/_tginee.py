@@ -171,6 +171,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Robust (sandwich) standard errors of ``coef_``.
     intercept_bse_ : ndarray of shape (n_layers,)
         Robust standard errors of ``intercept_``.
+    covariance_ : ndarray of shape (n_layers * n_coef, n_layers * n_coef)
+        Sandwich covariance of the per-layer ``(beta_l, b_l)`` blocks, in
+        layer-major order (``n_coef`` = covariates plus the intercept).
     working_correlation_ : ndarray of shape (n_layers, n_layers)
         Final working correlation ``R``.
     scale_ : float
@@ -181,6 +184,8 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
         Number of layers.
     n_iter_ : int
         Rounds run, counting the independence start as the first.
+    device_ : str
+        Device used for fitting.
     n_features_in_ : int
         Number of columns of ``X``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -515,7 +520,8 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
                 corr = self._update_correlation(
                     (t["Y"] - mu) * inv_sd, t["M"], corr, torch
                 )
-            coefficient_step(to_numpy(corr))
+            if Zt.shape[1]:
+                coefficient_step(to_numpy(corr))
             if factor_params:
                 for v in coef_params:
                     v.requires_grad_(False)
@@ -688,6 +694,11 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
         """Robust covariance of (beta, b), with the factors at their estimates."""
         n, L = dmu.shape
         Zt = np.hstack([Z, np.ones((n, 1))]) if self.fit_intercept else Z
+        if Zt.shape[1] == 0:  # nothing to infer
+            self.covariance_ = np.zeros((0, 0))
+            self.bse_ = np.zeros((L, 0))
+            self.intercept_bse_ = np.zeros(L)
+            return
         H, S = self._gee_blocks(dmu, inv_sd, resid, groups, Zt, corr)
         Hinv = np.linalg.pinv(H)
         cov = Hinv @ (S.T @ S) @ Hinv
