@@ -204,3 +204,32 @@ def test_inputs_are_not_modified():
     _model().fit(X, Y).predict(X)
     assert_array_equal(X, X0)
     assert_array_equal(Y, Y0)
+
+
+def test_a_layer_without_edges_does_not_drag_the_others():
+    X, Y, truth = _network(n=60)
+    Y = Y.copy()
+    Y[:, 1] = 0
+    with pytest.warns(UserWarning, match=r"Layers \[1\] of Y take a single value"):
+        model = _model().fit(X, Y)
+    assert np.abs(model.coef_[[0, 2]] - truth.coef[[0, 2]]).max() < 0.5
+    assert np.isfinite(model.intercept_).all()
+
+
+def test_score_skips_a_layer_without_observed_entries():
+    X, Y, _ = _network(n=40)
+    model = _model().fit(X, Y)
+    Y_test = Y.copy()
+    Y_test[:, 2] = np.nan
+    assert np.isfinite(model.score(X, Y_test))
+
+
+def test_huge_node_ids_and_refits_without_factors():
+    X, Y, _ = _network(n=20)
+    X_big = X.copy()
+    X_big[:, :2] += 2.0**60
+    with pytest.raises(ValueError, match="below 2\\*\\*53"):
+        _model().fit(X_big, Y)
+    model = _model().fit(X, Y)
+    model.set_params(dyad_columns=None, link="logit").fit(X[:, 2:], Y)
+    assert not hasattr(model, "node_factors_")

@@ -36,6 +36,7 @@ __all__ = ["TGINEE"]
 _INIT_ITER = 300
 _INNER_ITER = 20
 _SCORING_STEPS = 5
+_MAX_STEP = 5.0
 # Smallest eigenvalue kept in an unstructured working correlation.
 _MIN_EIG = 1e-3
 
@@ -279,27 +280,34 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
         if self.dyad_columns is None:
             return None, np.arange(n_cols)
         cols = tuple(self.dyad_columns)
-        if (
-            len(cols) != 2
-            or not all(isinstance(c, Integral) for c in cols)
-            or cols[0] == cols[1]
+        if len(cols) != 2 or not all(
+            isinstance(c, Integral) and not isinstance(c, bool) for c in cols
         ):
             raise ValueError(
-                "dyad_columns must be two different column indices (i, j); "
+                "dyad_columns must be two column indices (i, j); "
                 f"got {self.dyad_columns!r}."
             )
-        bad = [c for c in cols if not -n_cols <= c < n_cols]
-        if bad:
+        if not all(-n_cols <= c < n_cols for c in cols):
             raise ValueError(
                 f"dyad_columns={self.dyad_columns!r} is out of range for X with "
                 f"{n_cols} columns."
             )
         cols = tuple(int(c) % n_cols for c in cols)
+        if cols[0] == cols[1]:
+            raise ValueError(
+                "dyad_columns must be two different column indices (i, j); "
+                f"{self.dyad_columns!r} names column {cols[0]} twice."
+            )
         rest = np.setdiff1d(np.arange(n_cols), cols)
         return cols, rest
 
     def _node_ids(self, X, cols):
         ids = X[:, list(cols)]
+        if ids.size and np.abs(ids).max() >= 2**53:
+            raise ValueError(
+                "Node indices must be below 2**53 (they are read from a float "
+                f"array); found {ids.max()!r}. Renumber the nodes."
+            )
         if np.any(ids < 0) or np.any(ids != np.round(ids)):
             bad = ids[(ids < 0) | (ids != np.round(ids))][0]
             raise ValueError(
@@ -308,7 +316,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
             )
         return ids.astype(np.int64)
 
-    def _check_y(self, Y, n_samples, reset):
+    def _check_y(self, Y, n_samples, reset, allow_empty_layers=False):
         if Y is None:
             raise ValueError(
                 "TGINEE requires y to be passed, but the target y is None; pass "
@@ -340,7 +348,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
                 f"Y has {Y.shape[1]} layers, but the model was fitted with "
                 f"{self.n_layers_}."
             )
-        if np.isnan(Y).all(axis=0).any():
+        if not allow_empty_layers and np.isnan(Y).all(axis=0).any():
             empty = np.flatnonzero(np.isnan(Y).all(axis=0)).tolist()
             raise ValueError(f"Layers {empty} of Y have no observed entry.")
         observed = Y[~np.isnan(Y)]
@@ -355,6 +363,20 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
                 'link="log" needs non-negative edges (counts) in Y; found '
                 f'{observed.min()!r}. Use link="identity" for signed weights.'
             )
+        if reset:
+            constant = [
+                k
+                for k in range(Y.shape[1])
+                if np.unique(Y[~np.isnan(Y[:, k]), k]).size == 1
+            ]
+            if constant and self.link in ("logit", "log"):
+                warnings.warn(
+                    f"Layers {constant} of Y take a single value: their "
+                    "coefficients are not identified (the estimates drift "
+                    "towards infinity, damped by the step control).",
+                    UserWarning,
+                    stacklevel=3,
+                )
         return Y, one_d
 
     # ---------------------------------------------------------------- fit
@@ -499,7 +521,13 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
                 H, S = self._gee_blocks(
                     dmu, inv_sd, (Y_np - mu) * M_np, groups, Zt, corr_np
                 )
-                step = np.linalg.lstsq(H, S.sum(0), rcond=None)[0].reshape(L, -1)
+                # A tiny ridge keeps H invertible when a layer is separated
+                # (e.g. all zeros); steps are damped to at most 5 on the
+                # link scale, so that such a layer cannot drag the others.
+                ridge = 1e-8 * max(np.trace(H) / len(H), 1e-12)
+                step = np.linalg.solve(H + ridge * np.eye(len(H)), S.sum(0))
+                step = step * min(1.0, _MAX_STEP / max(np.abs(step).max(), 1e-300))
+                step = step.reshape(L, -1)
                 gamma = gamma + step
                 eta = eta + Zt @ step.T
                 if np.abs(step).max() < 1e-8:
@@ -579,6 +607,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
             )
         self.coef_ = to_numpy(params["beta"]).T.copy()
         self.intercept_ = to_numpy(params["b"])
+        for attr in ("node_factors_", "layer_weights_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
         if R:
             self.node_factors_ = to_numpy(params["U"])
             self.layer_weights_ = to_numpy(params["W"]).T.copy()
@@ -596,19 +627,31 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
     def _spectral_init(self, pairs, Y, mask, means, n_nodes, R):
         """Factors from the top eigenpairs of the layer-averaged, centred adjacency."""
+        import scipy.sparse as sp
+
         dev = np.where(mask, Y - means, 0.0).sum(1) / np.maximum(mask.sum(1), 1)
-        S = np.zeros((n_nodes, n_nodes))
-        count = np.zeros((n_nodes, n_nodes))
-        np.add.at(S, (pairs[:, 0], pairs[:, 1]), dev)
-        np.add.at(count, (pairs[:, 0], pairs[:, 1]), 1.0)
-        S, count = S + S.T, count + count.T
-        S = np.where(count > 0, S / np.maximum(count, 1), 0.0)
+        rows = np.r_[pairs[:, 0], pairs[:, 1]]
+        cols = np.r_[pairs[:, 1], pairs[:, 0]]
+        shape = (n_nodes, n_nodes)
+        total = sp.csr_matrix((np.r_[dev, dev], (rows, cols)), shape=shape)
+        count = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+        # Mean deviation per node pair (duplicates summed by csr_matrix).
+        S = total.copy()
+        S.data = total.data / count.data
+        scale = 1.0
         if self.link == "logit":  # a rough link scale for binary edges
             p = np.clip(means.mean(), 0.05, 0.95)
-            S = S / (p * (1 - p))
+            scale = 1.0 / (p * (1 - p))
         elif self.link == "log":
-            S = S / max(means.mean(), 1e-3)
-        vals, vecs = np.linalg.eigh(S)
+            scale = 1.0 / max(means.mean(), 1e-3)
+        S = S * scale
+        if n_nodes > 500 and R < n_nodes - 1:
+            from scipy.sparse.linalg import eigsh
+
+            v0 = check_random_state(self.random_state).uniform(-1, 1, n_nodes)
+            vals, vecs = eigsh(S, k=R, which="LM", v0=v0)
+        else:
+            vals, vecs = np.linalg.eigh(S.toarray())
         order = np.argsort(-np.abs(vals))[:R]
         vals, vecs = vals[order], vecs[:, order]
         if len(vals) < R:  # fewer nodes than components
@@ -773,7 +816,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
 
         check_is_fitted(self)
         mu = self.predict(X)
-        Y, _ = self._check_y(y, mu.shape[0], reset=False)
+        Y, _ = self._check_y(y, mu.shape[0], reset=False, allow_empty_layers=True)
         mu = mu.reshape(Y.shape)
         w = None if sample_weight is None else np.asarray(sample_weight)
         scores = []
