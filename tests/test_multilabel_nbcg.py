@@ -286,3 +286,35 @@ def test_bad_hidden_layer_sizes_is_named():
     X, Y = _data(n=100)
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
         NBCGClassifier(**{**SMALL, "hidden_layer_sizes": (0,)}).fit(X, Y)
+
+
+def test_nash_weight_cap_holds_with_many_players():
+    alpha = nash_bargaining_weights(np.diag(np.r_[1e-8, np.ones(19)]), np.zeros(20))
+    assert alpha.max() <= 10 + 1e-9
+    assert_allclose(alpha.mean(), 1)
+
+
+def test_multiclass_probabilities_are_calibrated_on_pure_noise():
+    rng = np.random.RandomState(0)
+    X = rng.randn(3000, 3)
+    y = (rng.rand(3000) < 0.9).astype(int)
+    clf = NBCGClassifier(**{**SMALL, "hidden_layer_sizes": (), "alpha": 0.0})
+    clf.fit(X, y)
+    assert abs(clf.predict_proba(X)[:, 1].mean() - 0.9) < 0.03
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        NBCGClassifier(**SMALL).fit(X, np.zeros(3000, dtype=int))
+
+
+def test_warm_start_refuses_other_features_and_pickle_uses_fitted_shape():
+    import pickle
+
+    X, Y = _data(n=200)
+    clf = NBCGClassifier(warm_start=True, **{**SMALL, "max_iter": 3}).fit(X, Y)
+    with pytest.raises(ValueError, match="features"):
+        clf.fit(X[:, :10], Y)
+    assert clf.n_features_in_ == X.shape[1]
+    with pytest.raises(ValueError, match="warm_start"):
+        clf.set_params(n_coalitions=2).fit(X, Y)
+    clf.set_params(n_coalitions="auto", hidden_layer_sizes=(16,))
+    clone = pickle.loads(pickle.dumps(clf))
+    assert_allclose(clone.predict_proba(X), clf.predict_proba(X))

@@ -364,8 +364,19 @@ def nash_bargaining_weights(
         alpha, value = candidate, new
     raw = alpha
     alpha = alpha / alpha.mean()
-    alpha = np.minimum(alpha, _NASH_MAX_RATIO)
-    alpha = alpha / alpha.mean()
+    # Cap at _NASH_MAX_RATIO times the mean, keeping the mean 1: weights at
+    # the cap stay there while the others are rescaled (a few passes).
+    for _ in range(len(alpha)):
+        over = alpha > _NASH_MAX_RATIO
+        if not over.any():
+            break
+        alpha[over] = _NASH_MAX_RATIO
+        free = ~over & (alpha < _NASH_MAX_RATIO)
+        budget = len(alpha) - alpha[~free].sum()
+        if not free.any() or budget <= 0:
+            alpha = np.full_like(alpha, 1.0)
+            break
+        alpha[free] *= budget / alpha[free].sum()
     return (alpha, raw) if return_raw else alpha
 
 
@@ -571,7 +582,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     ``Y`` is a binary indicator matrix (dense or sparse); a 1-D ``y`` (or a
     single column) is single-label multiclass, one-hot encoded inside (each
     class a label), and then ``predict`` returns class labels and
-    ``predict_proba`` the softmax of the class logits.
+    ``predict_proba`` each class's sigmoid normalised over the classes.
     For an indicator ``Y``, ``predict_proba`` returns one probability per label
     in an (n_samples, n_labels) array (not scikit-learn's list of per-label
     arrays), strictly inside (0, 1). Each label's weight (its prior entropy and
@@ -682,7 +693,8 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     def _read_mask(self):
         """(total channel width, n_labels) 0/1 matrix: which channels a label reads."""
         n_labels = len(self.label_frequencies_)
-        widths = [self.channel_width * len(c) for c in self.coalitions_]
+        channel_width = self._architecture[1]
+        widths = [channel_width * len(c) for c in self.coalitions_]
         starts = np.cumsum([0, *widths])
         mask = np.zeros((starts[-1], n_labels), dtype=np.float32)
         for c, labels in enumerate(self.coalitions_):
@@ -694,7 +706,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         widths, mask = self._read_mask()
         n_labels = len(self.label_frequencies_)
         return _build_net(
-            self.n_features_in_, self._hidden_layer_sizes(), widths, n_labels, mask
+            self.n_features_in_, self._architecture[0], widths, n_labels, mask
         )
 
     def _check_targets(self, y):
@@ -747,7 +759,12 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             Fitted estimator.
         """
         torch = import_torch()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
+        warm = self.warm_start and hasattr(self, "module_")
+        # A warm start keeps the fitted width: a different one is an error
+        # raised before any fitted state changes.
+        X = validate_data(
+            self, X, accept_sparse="csr", dtype=np.float64, reset=not warm
+        )
         Y, mode = self._check_targets(Y)
         if Y.shape[0] != X.shape[0]:
             raise ValueError(
@@ -757,6 +774,11 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         hidden = self._hidden_layer_sizes()
         if mode == "multiclass":
             classes, codes = np.unique(Y, return_inverse=True)
+            if len(classes) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least 2 classes in "
+                    f"y; got only class {classes[0]!r}."
+                )
             T = np.zeros((len(Y), len(classes)))
             T[np.arange(len(Y)), codes.ravel()] = 1.0
             self._y_dtype = None
@@ -766,16 +788,25 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             self._y_dtype = Y.dtype
         n_samples, n_labels = T.shape
 
-        warm = self.warm_start and hasattr(self, "module_")
+        architecture = (
+            hidden,
+            self.channel_width,
+            self.n_coalitions,
+            self.coalitions,
+            self.graph_l1,
+            self.graph_threshold,
+            self.graph_max_iter,
+        )
         if warm and (
             self._mode != mode
             or len(self.classes_) != len(classes)
             or np.any(self.classes_ != classes)
-            or self._architecture != (hidden, self.channel_width)
+            or self._architecture != architecture
         ):
             raise ValueError(
-                "warm_start=True continues the fitted network, but the labels or "
-                "the network changed since that fit; set warm_start=False."
+                "warm_start=True continues the fitted network, but the labels, "
+                "the network or the graph and coalition parameters changed since "
+                "that fit; set warm_start=False."
             )
         self._mode = mode
         self.classes_ = classes
@@ -785,7 +816,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
         rng = check_random_state(self.random_state)
         if not warm:
-            self._architecture = (hidden, self.channel_width)
+            self._architecture = architecture
             self.label_frequencies_ = freq
             seed = rng.randint(np.iinfo(np.int32).max)
             if mode == "multiclass":
@@ -947,12 +978,17 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         -------
         scores : ndarray of shape (n_samples, n_labels) or (n_samples,)
             Logits; for an indicator ``Y`` a label is predicted when its logit
-            reaches ``logit(threshold)``. For a 1-D ``y`` with two classes, the
-            logit difference of the second class over the first.
+            reaches ``logit(threshold)``. For a 1-D ``y``, each class's
+            log-sigmoid (with two classes, the second's minus the first's).
         """
         logits = self._logits(X)
-        if self._mode == "multiclass" and logits.shape[1] == 2:
-            return logits[:, 1] - logits[:, 0]
+        if self._mode == "multiclass":
+            # Each class was trained as its own sigmoid; the scores are their
+            # log-probabilities, consistent with predict_proba's normalisation.
+            log_p = -np.logaddexp(0.0, -logits)
+            if logits.shape[1] == 2:
+                return log_p[:, 1] - log_p[:, 0]
+            return log_p
         return logits
 
     def predict_proba(self, X):
@@ -967,14 +1003,15 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         -------
         proba : ndarray of shape (n_samples, n_labels)
             For an indicator ``Y``, independent per-label probabilities strictly
-            inside (0, 1); for a 1-D ``y``, the softmax of the class logits
-            (rows sum to 1).
+            inside (0, 1); for a 1-D ``y``, each class's sigmoid normalised
+            over the classes (rows sum to 1).
         """
         logits = self._logits(X)
         eps = np.finfo(np.float64).eps
         if self._mode == "multiclass":
-            z = np.exp(logits - logits.max(axis=1, keepdims=True))
-            return z / z.sum(axis=1, keepdims=True)
+            # One-vs-rest: each class's sigmoid, normalised over the classes.
+            p = 1.0 / (1.0 + np.exp(-logits))
+            return p / p.sum(axis=1, keepdims=True)
         return np.clip(1.0 / (1.0 + np.exp(-logits)), eps, 1 - eps)
 
     def predict(self, X):
