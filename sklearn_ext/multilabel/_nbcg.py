@@ -777,7 +777,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             if len(classes) < 2:
                 raise ValueError(
                     f"{type(self).__name__} needs samples of at least 2 classes in "
-                    f"y; got only class {classes[0]!r}."
+                    f"y; got 1 class ({classes[0]!r})."
                 )
             T = np.zeros((len(Y), len(classes)))
             T[np.arange(len(Y)), codes.ravel()] = 1.0
@@ -989,7 +989,10 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             if logits.shape[1] == 2:
                 return log_p[:, 1] - log_p[:, 0]
             return log_p
-        return logits
+        # Bounded like predict_proba's clipping, so both rank samples alike.
+        eps = np.finfo(np.float64).eps
+        bound = np.log((1 - eps) / eps)
+        return np.clip(logits, -bound, bound)
 
     def predict_proba(self, X):
         """Probability of every label.
