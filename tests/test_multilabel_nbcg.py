@@ -146,7 +146,7 @@ def test_fit_predict_shapes_and_fitted_structure():
     pred, proba = clf.predict(X_test), clf.predict_proba(X_test)
     assert pred.shape == Y_test.shape and pred.dtype == Y.dtype
     assert np.all((proba > 0) & (proba < 1))
-    assert_array_equal(pred, (proba >= 0.5).astype(int))
+    assert_array_equal(pred, (proba > 0.5).astype(int))
     assert f1_score(Y_test, pred, average="micro") > 0.8
     # Coalitions partition the labels; masks hold the diagonal.
     labels = np.sort(np.concatenate(clf.coalitions_))

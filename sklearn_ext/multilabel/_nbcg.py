@@ -515,7 +515,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     graph_max_iter : int, default=10
         Rounds of the structural equation model's augmented Lagrangian.
     threshold : float, default=0.5
-        A label is predicted when its probability reaches this value.
+        A label is predicted when its probability exceeds this value.
     alpha : float, default=1e-4
         L2 penalty (weight decay) of the network.
     batch_size : int or "auto", default=256
@@ -964,7 +964,11 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     def _logits(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return self._predict_batches(lambda module, xb: module(xb)[0], X)
+        logits = self._predict_batches(lambda module, xb: module(xb)[0], X)
+        # Snap round-off around 0, so that predict, predict_proba and
+        # decision_function agree exactly at the 0.5 boundary.
+        logits[np.abs(logits) < 1e-12] = 0.0
+        return logits
 
     def decision_function(self, X):
         """Logit of every label.
@@ -978,7 +982,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         -------
         scores : ndarray of shape (n_samples, n_labels) or (n_samples,)
             Logits; for an indicator ``Y`` a label is predicted when its logit
-            reaches ``logit(threshold)``. For a 1-D ``y``, each class's
+            exceeds ``logit(threshold)``. For a 1-D ``y``, each class's
             log-sigmoid (with two classes, the second's minus the first's).
         """
         logits = self._logits(X)
@@ -1034,7 +1038,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         proba = self.predict_proba(X)
         if self._mode == "multiclass":
             return self.classes_[proba.argmax(axis=1)]
-        return (proba >= self.threshold).astype(self._y_dtype)
+        return (proba > self.threshold).astype(self._y_dtype)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
