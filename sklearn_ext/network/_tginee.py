@@ -760,17 +760,21 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
         eta = X[:, rest] @ self.coef_.T + self.intercept_
         if cols is not None:
             ids = self._node_ids(X, cols)
-            pos = np.searchsorted(self.nodes_, ids)
-            pos = np.minimum(pos, len(self.nodes_) - 1)
-            unseen = self.nodes_[pos] != ids
-            if unseen.any():
-                raise ValueError(
-                    f"Node {int(ids[unseen][0])} was not seen during fit; T-GINEE "
-                    "has no factors for it."
-                )
+            pos = self._positions(ids)
             U = self.node_factors_
             eta = eta + (U[pos[:, 0]] * U[pos[:, 1]]) @ self.layer_weights_.T
         return eta
+
+    def _positions(self, ids):
+        """Rows of ``node_factors_`` for node ids; a ValueError names an unseen one."""
+        pos = np.minimum(np.searchsorted(self.nodes_, ids), len(self.nodes_) - 1)
+        unseen = self.nodes_[pos] != ids
+        if unseen.any():
+            raise ValueError(
+                f"Node {int(ids[unseen][0])} was not seen during fit; T-GINEE "
+                "has no factors for it."
+            )
+        return pos
 
     def predict(self, X):
         """Mean edge value of every layer for each dyad.
@@ -876,10 +880,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, BaseEstimator):
                 f"got shape {ids.shape}."
             )
         ids = self._node_ids(ids.astype(np.float64)[:, None], (0,)).ravel()
-        pos = np.minimum(np.searchsorted(self.nodes_, ids), len(self.nodes_) - 1)
-        unseen = self.nodes_[pos] != ids
-        if unseen.any():
-            raise ValueError(f"Node {int(ids[unseen][0])} was not seen during fit.")
+        pos = self._positions(ids)
         return self.node_factors_[pos]
 
     def __sklearn_tags__(self):
