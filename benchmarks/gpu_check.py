@@ -15,6 +15,10 @@ backend's reference regressor from tests/toy_estimators.py) it
 3. times a fit plus a prediction on the CPU and on the GPU at a size where the
    GPU should win (the estimator's ``_gpu_check_params()`` when it has one).
 
+Then ``IPBTSearchCV`` drives ``NBCGClassifier`` on the GPU with forced restarts
+(exploit copies and shrink-and-perturb of device modules, the replay refit, and
+pickling the search to a CPU-only process).
+
 ``GPU_CHECK_DRY_RUN=1`` runs the same steps with "cpu" standing in for "cuda"
 and a tenth of the timing size, to try the script on a machine without a GPU.
 
@@ -136,6 +140,46 @@ def check_estimator_on_gpu(name, cls):
     return row
 
 
+def check_search_on_gpu():
+    """IPBTSearchCV driving a torch estimator on the GPU, restarts included.
+
+    The members' modules live on the device while they train; exploit copies,
+    shrink-and-perturb at a restart (``patience=1`` forces restarts), the replay
+    refit and pickling to a CPU-only process must all work there.
+    """
+    from scipy.stats import loguniform
+    from sklearn.datasets import load_digits
+
+    from sklearn_ext.model_selection import IPBTSearchCV
+    from sklearn_ext.multilabel import NBCGClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    search = IPBTSearchCV(
+        NBCGClassifier(hidden_layer_sizes=(64,), device=GPU, random_state=0),
+        {"learning_rate_init": loguniform(1e-4, 1e-1), "alpha": loguniform(1e-6, 1e-2)},
+        population_size=4,
+        budget=4 * 24,
+        ready_interval=1,
+        patience=1,
+        random_state=0,
+    ).fit(X, y)
+    h = search.history_
+    restarted = "shrink_perturb" in set(h["weights_from"].tolist())
+    accuracy = float(search.score(X, y))
+    p_unpickled = _unpickle_without_cuda(search, X)
+    pickled_ok = bool(np.array_equal(p_unpickled, search.predict(X)))
+    return {
+        "estimator": "IPBTSearchCV(NBCGClassifier)",
+        "device_": search.best_estimator_.device_,
+        "restarts": int(search.n_restarts_),
+        "shrink_perturb_used": restarted,
+        "train_accuracy": accuracy,
+        "pickle_to_cpu": {"ok": pickled_ok},
+        "ok": restarted and accuracy > 0.9 and pickled_ok,
+    }
+
+
 def main():
     import torch
 
@@ -160,6 +204,13 @@ def main():
         except Exception as exc:  # report every estimator, then fail at the end
             rows.append({"estimator": name, "ok": False, "error": repr(exc)})
         print(json.dumps(rows[-1]), flush=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rows.append(check_search_on_gpu())
+    except Exception as exc:
+        rows.append({"estimator": "IPBTSearchCV", "ok": False, "error": repr(exc)})
+    print(json.dumps(rows[-1]), flush=True)
     report["rows"] = rows
     report["seconds"] = time.perf_counter() - start
     path = _report_path()

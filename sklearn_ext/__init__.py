@@ -14,6 +14,7 @@ _submodules = [
     "cluster",
     "datasets",
     "linear_model",
+    "model_selection",
     "multilabel",
     "network",
     "robust_optimization",

@@ -1,0 +1,210 @@
+"""Search spaces for population-based searches: sampling, perturbation, encoding.
+
+A search space is a dict from an estimator parameter to either a frozen
+``scipy.stats`` distribution (continuous or discrete) or a non-empty list of
+values. Every dimension maps to the unit interval through its distribution's CDF
+(a list through the position of its value), which gives the encoding the
+Bayesian optimiser works in.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from scipy import stats
+from sklearn.base import clone
+
+__all__ = ["SearchSpace"]
+
+_EPS = 1e-9
+
+
+def _kind(name, value):
+    if isinstance(value, (str, bytes)) or isinstance(value, dict):
+        raise ValueError(
+            f"param_distributions[{name!r}] must be a list of values or a frozen "
+            f"scipy.stats distribution; got {type(value).__name__} {value!r}."
+        )
+    dist = getattr(value, "dist", None)
+    if hasattr(value, "rvs"):
+        if isinstance(dist, stats.rv_continuous):
+            return "continuous"
+        if isinstance(dist, stats.rv_discrete):
+            return "integer"
+        raise ValueError(
+            f"param_distributions[{name!r}] has an rvs method but is not a frozen "
+            "scipy.stats distribution: population-based search needs its cdf and "
+            "ppf to perturb values and to encode them for Bayesian optimisation."
+        )
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if (isinstance(value, np.ndarray) and value.ndim != 1) or len(value) == 0:
+            raise ValueError(
+                f"param_distributions[{name!r}] must be a non-empty 1-D list of "
+                f"values; got {value!r}."
+            )
+        return "choice"
+    raise ValueError(
+        f"param_distributions[{name!r}] must be a list of values or a frozen "
+        f"scipy.stats distribution; got {type(value).__name__} {value!r}."
+    )
+
+
+def _index_of(values, value):
+    for i, v in enumerate(values):
+        if v is value:
+            return i
+    for i, v in enumerate(values):
+        try:
+            if bool(v == value):
+                return i
+        except (TypeError, ValueError):
+            continue
+    raise ValueError(f"{value!r} is not among the listed values {list(values)!r}.")
+
+
+class _Dimension:
+    def __init__(self, name, value):
+        self.name = name
+        self.kind = _kind(name, value)
+        self.value = list(value) if self.kind == "choice" else value
+        if self.kind != "choice":
+            lo, hi = value.support()
+            self.low, self.high = float(lo), float(hi)
+
+    def _cast(self, x):
+        if self.kind == "integer":
+            return int(round(float(x)))
+        return float(x)
+
+    def sample(self, rng):
+        if self.kind == "choice":
+            return self.value[rng.randint(len(self.value))]
+        return self._cast(self.value.rvs(random_state=rng))
+
+    def encode(self, x):
+        """Map a value to [0, 1]: its CDF (mid-step for integers, slot for lists)."""
+        if self.kind == "choice":
+            return (_index_of(self.value, x) + 0.5) / len(self.value)
+        if self.kind == "integer":
+            return 0.5 * float(self.value.cdf(x) + self.value.cdf(x - 1))
+        return float(np.clip(self.value.cdf(x), 0.0, 1.0))
+
+    def decode(self, u):
+        u = float(np.clip(u, _EPS, 1.0 - _EPS))
+        if self.kind == "choice":
+            return self.value[min(int(u * len(self.value)), len(self.value) - 1)]
+        return self._cast(self.value.ppf(u))
+
+    def encode_many(self, xs):
+        if self.kind == "choice":
+            return np.array([self.encode(x) for x in xs])
+        xs = np.asarray(xs, dtype=float)
+        if self.kind == "integer":
+            return 0.5 * (self.value.cdf(xs) + self.value.cdf(xs - 1))
+        return np.clip(self.value.cdf(xs), 0.0, 1.0)
+
+    def decode_many(self, u):
+        u = np.clip(np.asarray(u, dtype=float), _EPS, 1.0 - _EPS)
+        if self.kind == "choice":
+            k = len(self.value)
+            return [self.value[i] for i in np.minimum((u * k).astype(int), k - 1)]
+        return [self._cast(x) for x in self.value.ppf(u)]
+
+    def perturb(self, x, factor, rng):
+        """PBT's explore step for one value (PBT-Zoo's rule, see IPBTSearchCV).
+
+        Continuous values are multiplied or divided by ``factor`` (with
+        probability 1/2 each): in value space when the support is non-negative and
+        wide enough (log-scaled parameters such as learning rates, and scales
+        like momentum in [0, 1)), otherwise in CDF space. Integers and listed
+        values are resampled from the prior.
+        """
+        if self.kind != "continuous":
+            return self.sample(rng)
+        up = rng.rand() < 0.5
+        if self.low >= 0 and x > 0 and self.low * factor <= self.high:
+            new = x * factor if up else x / factor
+            return float(np.clip(new, self.low, self.high))
+        u = self.encode(x)
+        u = u * factor if up else u / factor
+        return self.decode(min(u, 1.0))
+
+
+class SearchSpace:
+    """The dimensions of ``param_distributions``, validated against an estimator.
+
+    Parameters
+    ----------
+    param_distributions : dict
+        Parameter name to a frozen ``scipy.stats`` distribution or a list.
+    estimator : estimator
+        Every name must be accepted by ``estimator.set_params``.
+    reserved : dict of str to str, default=None
+        Parameter names the search sets itself, with the reason, refused here.
+    """
+
+    def __init__(self, param_distributions, estimator, reserved=None):
+        if not isinstance(param_distributions, dict):
+            raise ValueError(
+                "param_distributions must be a dict of parameter name to a list or "
+                "a frozen scipy.stats distribution; got "
+                f"{type(param_distributions).__name__}."
+            )
+        if not param_distributions:
+            raise ValueError(
+                "param_distributions is empty: give at least one parameter to tune."
+            )
+        for name in param_distributions:
+            if not isinstance(name, str):
+                raise ValueError(
+                    f"param_distributions keys must be parameter names; got {name!r}."
+                )
+            if reserved and name in reserved:
+                raise ValueError(
+                    f"param_distributions cannot tune {name!r}: {reserved[name]}."
+                )
+        self.dimensions = [_Dimension(k, v) for k, v in param_distributions.items()]
+        self.names = [d.name for d in self.dimensions]
+        # set_params is the authority on names (skorch also takes prefixed ones
+        # such as optimizer__momentum that get_params does not list).
+        probe = clone(estimator)
+        for d in self.dimensions:
+            try:
+                probe.set_params(**{d.name: d.sample(np.random.RandomState(0))})
+            except ValueError as exc:
+                raise ValueError(
+                    f"param_distributions names {d.name!r}, which is not a "
+                    f"parameter of {type(estimator).__name__}; valid parameters "
+                    f"are {sorted(estimator.get_params(deep=True))}."
+                ) from exc
+
+    def __len__(self):
+        return len(self.dimensions)
+
+    def sample(self, rng):
+        return {d.name: d.sample(rng) for d in self.dimensions}
+
+    def perturb(self, params, factor, rng):
+        return {d.name: d.perturb(params[d.name], factor, rng) for d in self.dimensions}
+
+    def encode(self, params):
+        return np.array([d.encode(params[d.name]) for d in self.dimensions])
+
+    def decode(self, u):
+        return {d.name: d.decode(ui) for d, ui in zip(self.dimensions, u)}
+
+    def encode_many(self, params):
+        """Unit-cube coordinates of a list of settings, shape (n, n_dimensions)."""
+        return np.column_stack(
+            [d.encode_many([p[d.name] for p in params]) for d in self.dimensions]
+        )
+
+    def sample_many(self, n, rng):
+        """``n`` prior draws (by inverse CDF) and their coordinates."""
+        u = rng.uniform(size=(n, len(self.dimensions)))
+        values = [d.decode_many(u[:, j]) for j, d in enumerate(self.dimensions)]
+        params = [
+            {d.name: values[j][i] for j, d in enumerate(self.dimensions)}
+            for i in range(n)
+        ]
+        return params, self.encode_many(params)

@@ -1,0 +1,456 @@
+"""IPBTSearchCV: population mechanics, restarts, lineage, drivers and bad input."""
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import loguniform, randint, uniform
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_digits, make_classification
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.exceptions import FitFailedWarning
+from sklearn.linear_model import LinearRegression, SGDClassifier
+from sklearn.naive_bayes import GaussianNB
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+from toy_estimators import ToyTorchRegressor
+
+from sklearn_ext.model_selection import IPBTSearchCV
+from sklearn_ext.model_selection._incremental import (
+    incremental_protocol,
+    shrink_perturb,
+    train,
+)
+from sklearn_ext.model_selection._ipbt import _progress_stalled
+from sklearn_ext.model_selection._search_space import SearchSpace
+from sklearn_ext.model_selection._toy import _PBTToyProblem
+
+TOY_SPACE = {"h0": uniform(0, 1), "h1": uniform(0, 1)}
+TOY_X = np.zeros((10, 1))
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:600] / 16.0, y[:600]
+
+
+def _sgd_search(**kw):
+    params = {
+        "population_size": 4,
+        "budget": 40,
+        "random_state": 0,
+    }
+    params.update(kw)
+    return IPBTSearchCV(
+        SGDClassifier(learning_rate="constant", random_state=0),
+        {"eta0": loguniform(1e-4, 1e-1), "alpha": loguniform(1e-6, 1e-2)},
+        **params,
+    )
+
+
+class _NeverTrain(ClassifierMixin, BaseEstimator):
+    """Has partial_fit, warm_start and max_iter, but must never be trained."""
+
+    def __init__(self, alpha=1.0, max_iter=1, warm_start=False):
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.warm_start = warm_start
+
+    def fit(self, X, y):
+        raise AssertionError("trained although the search should have refused")
+
+    partial_fit = fit
+
+
+# --- the search space -----------------------------------------------------------
+
+
+def test_space_samples_inside_support_and_round_trips():
+    space = SearchSpace(
+        {
+            "alpha": loguniform(1e-5, 1e-1),
+            "max_iter": randint(1, 10),
+            "penalty": ["l2", "l1", None],
+        },
+        SGDClassifier(),
+    )
+    rng = np.random.RandomState(0)
+    for _ in range(50):
+        p = space.sample(rng)
+        assert 1e-5 <= p["alpha"] <= 1e-1
+        assert isinstance(p["max_iter"], int) and 1 <= p["max_iter"] < 10
+        assert p["penalty"] in ("l2", "l1", None)
+        back = space.decode(space.encode(p))
+        assert back["max_iter"] == p["max_iter"] and back["penalty"] == p["penalty"]
+        assert back["alpha"] == pytest.approx(p["alpha"], rel=1e-9)
+    params, U = space.sample_many(20, rng)
+    np.testing.assert_allclose(U, space.encode_many(params))
+
+
+def test_perturb_follows_pbt_zoo_rule():
+    space = SearchSpace(
+        {"eta0": loguniform(1e-4, 1.0), "max_iter": randint(1, 100)}, SGDClassifier()
+    )
+    rng = np.random.RandomState(0)
+    seen = set()
+    for _ in range(40):
+        new = space.perturb({"eta0": 0.01, "max_iter": 5}, 2.0, rng)
+        seen.add(round(new["eta0"], 12))
+        assert isinstance(new["max_iter"], int)
+    assert seen == {0.02, 0.005}  # times or divided by the factor, nothing else
+    # clipped at the support's edge
+    edge = {
+        space.perturb({"eta0": 0.9, "max_iter": 5}, 2.0, rng)["eta0"] for _ in range(40)
+    }
+    assert edge == {1.0, 0.45}
+
+
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ({}, "empty"),
+        ({"alpha": "0.1"}, "list of values or a frozen scipy.stats"),
+        ({"alpha": []}, "non-empty"),
+        ({"alpha": np.zeros((2, 2))}, "1-D"),
+        ({"alpha": type("D", (), {"rvs": lambda self: 1})()}, "not a frozen scipy"),
+        ({"nonsense": [1, 2]}, "not a parameter of _NeverTrain"),
+        ({"max_iter": [1, 2]}, "cannot tune 'max_iter'"),
+        ({"warm_start": [True]}, "cannot tune 'warm_start'"),
+    ],
+)
+def test_malformed_param_distributions_fail_before_training(space, message):
+    search = IPBTSearchCV(_NeverTrain(), space, budget=40)
+    with pytest.raises(ValueError, match=message):
+        search.fit(np.zeros((20, 2)), np.arange(20) % 2)
+
+
+def test_list_of_dicts_is_refused_by_parameter_validation():
+    search = IPBTSearchCV(SGDClassifier(), [{"alpha": [1e-4]}])
+    with pytest.raises(InvalidParameterError, match="param_distributions"):
+        search.fit(np.zeros((20, 2)), np.arange(20) % 2)
+
+
+# --- driving estimators ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "estimator, mode, iter_param",
+    [
+        (SGDClassifier(), "warm_start", "max_iter"),
+        (MLPClassifier(), "warm_start", "max_iter"),
+        (
+            make_pipeline(StandardScaler(), MLPClassifier()),
+            "warm_start",
+            "mlpclassifier__max_iter",
+        ),
+        (GaussianNB(), "partial_fit", None),
+        (ToyTorchRegressor(), "warm_start", "max_iter"),
+    ],
+)
+def test_protocol_is_detected(estimator, mode, iter_param):
+    protocol = incremental_protocol(estimator)
+    assert protocol.mode == mode and protocol.iter_param == iter_param
+    assert protocol.pass_classes == isinstance(estimator, GaussianNB)
+
+
+@pytest.mark.parametrize("estimator", [RandomForestClassifier(), LinearRegression()])
+def test_estimator_that_cannot_train_incrementally_is_refused(estimator):
+    search = IPBTSearchCV(estimator, {"n_jobs": [1, 2]}, budget=40)
+    with pytest.raises(ValueError, match="cannot train incrementally"):
+        search.fit(np.zeros((20, 2)), np.arange(20) % 2)
+    with pytest.raises(ValueError, match="needs an estimator with a warm_start"):
+        incremental_protocol(GaussianNB(), "warm_start")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"budget": 3}, r"4 members x 1 steps = 4"),
+        ({"budget": 40, "ready_interval": 20}, r"4 members x 20 steps = 80"),
+    ],
+)
+def test_budget_smaller_than_one_interval_fails_before_training(kwargs, message):
+    search = IPBTSearchCV(
+        _NeverTrain(), {"alpha": [0.1, 1.0]}, population_size=4, **kwargs
+    )
+    with pytest.raises(ValueError, match=message):
+        search.fit(np.zeros((20, 2)), np.arange(20) % 2)
+
+
+def test_mlp_partial_fit_keeps_its_first_learning_rate_so_warm_start_is_used():
+    """The reason "auto" prefers warm_start: a new learning rate takes effect."""
+    X, y = make_classification(200, 5, random_state=0)
+    proto = incremental_protocol(MLPClassifier())
+    frozen = MLPClassifier((8,), solver="sgd", momentum=0, random_state=0)
+    train(frozen, proto, 1, X, y)
+    before = [c.copy() for c in frozen.coefs_]
+    frozen.set_params(learning_rate_init=1e-12)
+    train(frozen, proto, 3, X, y)
+    assert max(np.abs(a - b).max() for a, b in zip(before, frozen.coefs_)) < 1e-8
+
+    partial = MLPClassifier((8,), solver="sgd", momentum=0, random_state=0)
+    partial.partial_fit(X, y, classes=[0, 1])
+    before = [c.copy() for c in partial.coefs_]
+    partial.set_params(learning_rate_init=1e-12)
+    partial.partial_fit(X, y)
+    assert max(np.abs(a - b).max() for a, b in zip(before, partial.coefs_)) > 1e-6
+
+
+def test_shrink_perturb_on_numpy_and_torch_weights():
+    X, y = make_classification(100, 5, random_state=0)
+    sgd = SGDClassifier(random_state=0).fit(X, y)
+    coef, intercept = sgd.coef_.copy(), sgd.intercept_.copy()
+    assert shrink_perturb(sgd, 0.2, 0.1, seed=3)
+    np.testing.assert_allclose(sgd.intercept_, 0.2 * intercept)  # bias noise is 0
+    noise = (sgd.coef_ - 0.2 * coef) / 0.1
+    bound = np.sqrt(6 / (coef.shape[0] + coef.shape[1]))
+    assert np.abs(noise).max() <= bound and np.abs(noise).std() > 0.1 * bound
+
+    net = ToyTorchRegressor(max_iter=2, device="cpu", random_state=0).fit(X, y * 1.0)
+    before = [p.detach().clone() for p in net.module_.parameters()]
+    twin = copy.deepcopy(net)
+    assert shrink_perturb(net, 0.2, 0.1, seed=5) and shrink_perturb(twin, 0.2, 0.1, 5)
+    for b, p, q in zip(before, net.module_.parameters(), twin.module_.parameters()):
+        assert not np.allclose(p.detach().numpy(), 0.2 * b.numpy())
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert not shrink_perturb(_PBTToyProblem().fit(), 0.2, 0.1, 0)
+
+
+# --- the algorithm --------------------------------------------------------------------
+
+
+def test_detector_fires_on_plateaus_not_on_steady_gains():
+    rng = np.random.RandomState(0)
+    ramp = 0.01 * np.arange(60) + rng.normal(0, 0.005, 60)
+    saturating = 1.0 - 1.62 * 0.96 ** (2 * np.arange(60))
+    plateau = 0.5 + rng.normal(0, 0.01, 60)
+    assert not any(_progress_stalled(ramp[:k]) for k in range(2, 61))
+    assert not any(_progress_stalled(saturating[:k]) for k in range(2, 61))
+    fired = [_progress_stalled(plateau[:k]) for k in range(2, 61)]
+    assert np.mean(fired[20:]) > 0.8
+    assert _progress_stalled(np.full(10, 0.3))  # flat: no gain at all
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_toy_problem_reaches_optimum_and_replay_is_exact(seed):
+    search = IPBTSearchCV(
+        _PBTToyProblem(), TOY_SPACE, budget=8 * 200, random_state=seed
+    ).fit(TOY_X)
+    assert search.best_score_ >= 1.19
+    # The toy ignores its data, so replaying the best lineage must give back
+    # exactly the best member: exploit copies and the lineage bookkeeping are exact.
+    assert search.best_estimator_.score() == search.best_score_
+    schedule = search.best_schedule_
+    assert schedule[0]["start"] == 0 and schedule[0]["weights_from"] == "init"
+    assert all(a["stop"] == b["start"] for a, b in zip(schedule, schedule[1:]))
+
+
+def test_exploit_and_explore_move_the_bottom_quantile():
+    search = IPBTSearchCV(
+        _PBTToyProblem(),
+        TOY_SPACE,
+        budget=8 * 40,
+        restarts=False,
+        ready_interval=4,
+        random_state=0,
+        refit=False,
+    ).fit(TOY_X)
+    h = search.history_
+    for step in range(1, h["ready_step"].max() + 1):
+        now = h["ready_step"] == step
+        exploited = now & (h["weights_from"] == "exploit")
+        assert exploited.sum() == 2  # int(0.25 * 8)
+        prev = np.flatnonzero(h["ready_step"] == step - 1)
+        prev_scores = h["score"][prev]
+        top = set(prev[np.argsort(prev_scores)[-2:]].tolist())
+        for row in np.flatnonzero(exploited):
+            parent = h["parent"][row]
+            assert parent in top
+            ratio = h["params"][row]["h0"] / h["params"][parent]["h0"]
+            assert (
+                ratio == pytest.approx(2)
+                or ratio == pytest.approx(0.5)
+                or (h["params"][row]["h0"] == 1.0)
+            )
+        kept = now & (h["weights_from"] == "continue")
+        for row in np.flatnonzero(kept):
+            assert h["params"][row] == h["params"][h["parent"][row]]
+    assert search.n_restarts_ == 0 and search.ready_intervals_ == [4]
+    assert set((h["stop"] - h["start"]).tolist()) == {4}
+
+
+class _Plateau(BaseEstimator):
+    """Scores rise for a few steps, then stay flat: forces restarts."""
+
+    def __init__(self, rate=1.0):
+        self.rate = rate
+
+    def fit(self, X=None, y=None):
+        self.coef_ = np.zeros((2, 2))
+        self.t_ = 0
+        return self
+
+    def partial_fit(self, X=None, y=None):
+        if not hasattr(self, "t_"):
+            self.fit()
+        self.t_ += 1
+        self.coef_ = self.coef_ + 1.0
+        return self
+
+    def score(self, X=None, y=None):
+        return float(min(self.t_, 3) * self.rate)
+
+
+def test_restarts_double_the_interval_and_respect_the_budget():
+    search = IPBTSearchCV(
+        _Plateau(),
+        {"rate": uniform(0.5, 0.5)},
+        population_size=4,
+        budget=4 * 120,
+        ready_interval=1,
+        patience=2,
+        random_state=0,
+    ).fit(TOY_X)
+    assert search.n_restarts_ >= 2
+    intervals = search.ready_intervals_
+    assert intervals == [2**k for k in range(len(intervals))]
+    h = search.history_
+    for run, interval in enumerate(intervals):
+        lengths = (h["stop"] - h["start"])[h["run"] == run]
+        assert lengths.max() == interval
+    assert search.n_steps_ == 4 * 120 and h["stop"].max() == 120
+    # after a restart half the members start fresh and half from the best
+    # member, shrunk and perturbed; half of the hyperparameters come from BO
+    first = h["ready_step"] == h["ready_step"][h["run"] == 1].min()
+    assert sorted(h["weights_from"][first]) == ["init"] * 2 + ["shrink_perturb"] * 2
+    assert sorted(h["params_from"][first]) == ["bo"] * 2 + ["random"] * 2
+    assert set(h["parent"][first & (h["weights_from"] == "shrink_perturb")]) <= set(
+        np.flatnonzero(h["run"] == 0).tolist()
+    )
+
+
+def test_plain_pbt_never_restarts():
+    search = IPBTSearchCV(
+        _Plateau(),
+        {"rate": uniform(0.5, 0.5)},
+        population_size=4,
+        budget=4 * 60,
+        ready_interval=1,
+        restarts=False,
+        random_state=0,
+    ).fit(TOY_X)
+    assert search.n_restarts_ == 0 and set(search.history_["run"]) == {0}
+
+
+# --- real estimators ----------------------------------------------------------------
+
+
+def test_sgd_on_digits_results_and_delegation(digits):
+    X, y = digits
+    X_before = X.copy()
+    search = _sgd_search(cv=3).fit(X, y)
+    assert search.n_splits_ == 3 and "split2_score" in search.history_
+    h = search.history_
+    np.testing.assert_allclose(
+        h["score"], np.mean([h[f"split{k}_score"] for k in range(3)], axis=0)
+    )
+    assert search.best_score_ == h["score"].max() > 0.85
+    assert search.best_params_ == h["params"][search.best_index_]
+    assert search.score(X, y) > 0.85
+    np.testing.assert_array_equal(search.classes_, np.arange(10))
+    # the refit model reads like the estimator given: its own max_iter, no warm start
+    assert search.best_estimator_.max_iter == 1000
+    assert not search.best_estimator_.warm_start
+    np.testing.assert_array_equal(X, X_before)
+    no_refit = _sgd_search(refit=False).fit(X, y)
+    assert not hasattr(no_refit, "best_estimator_")
+    with pytest.raises(AttributeError):
+        no_refit.predict(X)
+
+
+def test_pipeline_and_partial_fit_estimators(digits):
+    X, y = digits
+    pipe = IPBTSearchCV(
+        make_pipeline(StandardScaler(), MLPClassifier((16,), random_state=0)),
+        {"mlpclassifier__learning_rate_init": loguniform(1e-3, 1e-1)},
+        population_size=2,
+        budget=8,
+        random_state=0,
+    ).fit(X, y)
+    assert pipe.best_estimator_[-1].n_iter_ >= 1 and pipe.score(X, y) > 0.8
+    nb = IPBTSearchCV(
+        GaussianNB(),
+        {"var_smoothing": loguniform(1e-10, 1e-1)},
+        population_size=2,
+        budget=4,
+        random_state=0,
+    ).fit(X, y)
+    assert nb.score(X, y) > 0.7
+
+
+def test_torch_estimator_with_restarts_uses_shrink_perturb():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(200, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0])
+    search = IPBTSearchCV(
+        ToyTorchRegressor(hidden=8, device="cpu"),
+        {"learning_rate_init": loguniform(1e-3, 1e-1)},
+        population_size=4,
+        budget=4 * 40,
+        ready_interval=1,
+        patience=1,
+        random_state=0,
+    ).fit(X, y)
+    h = search.history_
+    assert search.n_restarts_ >= 1 and "shrink_perturb" in set(h["weights_from"])
+    assert search.score(X, y) > 0.5
+
+
+def test_parallel_run_equals_sequential(digits):
+    X, y = digits
+    one = _sgd_search(n_jobs=1).fit(X, y)
+    two = _sgd_search(n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.history_["score"], two.history_["score"])
+    assert one.best_params_ == two.best_params_
+
+
+def test_failing_members_get_error_score_and_total_failure_raises(digits):
+    X, y = digits
+    search = IPBTSearchCV(
+        MLPClassifier((8,), random_state=0),
+        {"hidden_layer_sizes": [(8,), (0,)]},
+        population_size=8,
+        budget=16,
+        random_state=0,
+    )
+    with pytest.warns(FitFailedWarning, match="hidden_layer_sizes"):
+        search.fit(X, y)
+    scores = search.history_["score"]
+    assert np.isnan(scores).any() and np.isfinite(search.best_score_)
+    bad = IPBTSearchCV(
+        MLPClassifier((8,)),
+        {"hidden_layer_sizes": [(0,)]},
+        population_size=2,
+        budget=2,
+    )
+    with pytest.raises(ValueError, match="hidden_layer_sizes"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitFailedWarning)
+            bad.fit(X, y)
+
+
+def test_sample_weight_is_split_with_the_data(digits):
+    X, y = digits
+    weights = np.where(y == 0, 0.0, 1.0)  # class 0 never counts
+    search = IPBTSearchCV(
+        GaussianNB(),
+        {"var_smoothing": [1e-9]},
+        population_size=2,
+        budget=2,
+        random_state=0,
+    ).fit(X, y, sample_weight=weights)
+    assert (search.best_estimator_.class_count_[0]) == 0
