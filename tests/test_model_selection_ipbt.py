@@ -454,3 +454,75 @@ def test_sample_weight_is_split_with_the_data(digits):
         random_state=0,
     ).fit(X, y, sample_weight=weights)
     assert (search.best_estimator_.class_count_[0]) == 0
+
+
+def test_parallel_workers_train_large_weights_in_place(digits):
+    """Weights over joblib's 1 MB memmap threshold must stay writable in workers."""
+    X, y = digits
+
+    def search(n_jobs):
+        return IPBTSearchCV(
+            MLPClassifier((2100,), max_iter=1, random_state=0),
+            {"alpha": loguniform(1e-5, 1e-2)},
+            population_size=2,
+            budget=4,
+            n_jobs=n_jobs,
+            random_state=0,
+            refit=False,
+        )
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitFailedWarning)
+        two = search(2).fit(X, y)
+    np.testing.assert_array_equal(
+        two.history_["score"], search(1).fit(X, y).history_["score"]
+    )
+
+
+def test_total_iteration_estimators_are_refused():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    for est in (
+        HistGradientBoostingClassifier(),
+        make_pipeline(StandardScaler(), HistGradientBoostingClassifier()),
+    ):
+        with pytest.raises(ValueError, match="counts the total"):
+            IPBTSearchCV(est, {"learning_rate": [0.1]}, budget=8).fit(
+                np.zeros((20, 2)), np.arange(20) % 2
+            )
+
+
+def test_shrink_perturb_gives_noise_to_one_dimensional_weights():
+    from sklearn.linear_model import SGDRegressor
+
+    X, y = make_classification(100, 5, random_state=0)
+    reg = SGDRegressor(random_state=0).fit(X, y * 1.0)
+    coef, intercept = reg.coef_.copy(), reg.intercept_.copy()
+    shrink_perturb(reg, 0.2, 0.1, seed=0)
+    assert np.abs(reg.coef_ - 0.2 * coef).max() > 1e-3
+    np.testing.assert_allclose(reg.intercept_, 0.2 * intercept)
+
+
+def test_groups_classes_and_small_data_splits():
+    from sklearn.model_selection import GroupKFold
+
+    X, y = make_classification(60, 4, random_state=0)
+    groups = np.repeat(np.arange(6), 10)
+    search = _sgd_search(cv=GroupKFold(3), budget=8).fit(X, y, groups=groups)
+    assert search.n_splits_ == 3
+    partial = _sgd_search(incremental="partial_fit", budget=8)
+    partial.fit(X, y, classes=[0, 1, 2])
+    np.testing.assert_array_equal(partial.classes_, [0, 1, 2])
+    # 30 samples of 10 classes: a 20% stratified hold-out cannot hold every class
+    X10, y10 = np.random.RandomState(0).normal(size=(30, 3)), np.arange(30) % 10
+    assert _sgd_search(budget=8).fit(X10, y10).n_splits_ == 1
+
+
+def test_all_nan_scores_warn():
+    def nan_scorer(estimator, X, y):
+        return np.nan
+
+    with pytest.warns(UserWarning, match="Every member scored NaN"):
+        _sgd_search(budget=8, scoring=nan_scorer, refit=False).fit(
+            *make_classification(60, 4, random_state=0)
+        )

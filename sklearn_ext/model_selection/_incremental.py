@@ -28,6 +28,9 @@ __all__ = ["IncrementalProtocol", "incremental_protocol", "shrink_perturb", "tra
 
 _ITERATION_PARAMS = ("max_iter", "max_epochs")
 _WEIGHT_ATTRIBUTES = ("coef_", "intercept_", "coefs_", "intercepts_")
+_BIAS_ATTRIBUTES = ("intercept_", "intercepts_")
+# Warm-startable estimators whose iteration parameter counts the total.
+_TOTAL_ITERATIONS = ("HistGradientBoostingClassifier", "HistGradientBoostingRegressor")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,14 @@ def incremental_protocol(estimator, requested="auto"):
     name = type(estimator).__name__
     if requested in ("auto", "warm_start") and len(pairs) == 1:
         it, warm = pairs[0]
+        prefix = warm[: -len("warm_start")]
+        owner = estimator.get_params()[prefix[:-2]] if prefix else estimator
+        if type(owner).__name__ in _TOTAL_ITERATIONS:
+            raise ValueError(
+                f"{type(owner).__name__} cannot train incrementally here: its "
+                f"{it.rsplit('__', 1)[-1]} counts the total number of iterations, "
+                "so a warm-started fit would not train any further."
+            )
         return IncrementalProtocol("warm_start", iter_param=it, warm_param=warm)
     if requested in ("auto", "warm_start") and len(pairs) > 1:
         raise ValueError(
@@ -113,7 +124,7 @@ def train(estimator, protocol, n_steps, X, y, classes=None, fit_params=None):
             )
             estimator.fit(X, y, **fit_params)
         else:
-            if protocol.pass_classes:
+            if protocol.pass_classes and "classes" not in fit_params:
                 fit_params["classes"] = classes
             for _ in range(int(n_steps)):
                 estimator.partial_fit(X, y, **fit_params)
@@ -164,11 +175,14 @@ def _weights(estimator):
     return slots, modules
 
 
-def _fresh_array(shape, rng):
-    """A Glorot-uniform draw for a weight matrix; zeros for a bias vector."""
-    if len(shape) < 2:
+def _fresh_array(name, shape, rng):
+    """A Glorot-uniform draw for weights; zeros for biases (``intercept*_``)."""
+    if name in _BIAS_ATTRIBUTES:
         return np.zeros(shape)
-    fan_out, fan_in = shape[0], int(np.prod(shape[1:]))
+    if len(shape) < 2:  # a 1-D coef_ (SGDRegressor): n inputs, one output
+        fan_out, fan_in = 1, int(np.prod(shape))
+    else:
+        fan_out, fan_in = shape[0], int(np.prod(shape[1:]))
     bound = np.sqrt(6.0 / (fan_in + fan_out))
     return rng.uniform(-bound, bound, size=shape)
 
@@ -177,9 +191,11 @@ def shrink_perturb(estimator, shrink, perturb, seed):
     """Apply θ ← shrink·θ + perturb·θ_fresh to every weight, in place.
 
     ``θ_fresh`` is a fresh initialisation: ``reset_parameters()`` of a copy of
-    each torch module, or a Glorot-uniform draw for numpy weight matrices (zero
-    for bias vectors, as scikit-learn's linear models start). Returns False, and
-    changes nothing, when no weights are found.
+    each torch module, or a Glorot-uniform draw for numpy weights (``coef_``,
+    ``coefs_``) and zero for biases (``intercept_``, ``intercepts_``), as
+    scikit-learn's linear models start. Returns False, and changes nothing, when
+    no weights are found. SGD models with ``average=True`` continue from their
+    internal unaveraged weights, which this does not reach.
     """
     slots, modules = _weights(estimator)
     if not slots and not modules:
@@ -188,7 +204,8 @@ def shrink_perturb(estimator, shrink, perturb, seed):
     for obj, name, index in slots:
         value = getattr(obj, name)
         arr = value if index is None else value[index]
-        new = shrink * arr + perturb * _fresh_array(arr.shape, rng).astype(arr.dtype)
+        fresh = _fresh_array(name, arr.shape, rng).astype(arr.dtype)
+        new = shrink * arr + perturb * fresh
         if arr.flags.writeable:
             arr[...] = new  # in place: optimisers may hold references to it
         elif index is None:

@@ -125,8 +125,8 @@ class IPBTSearchCV(BaseSearchCV):
         where a warm-started ``fit`` trains ``max_iter`` *more* iterations. That
         covers scikit-learn's SGD and MLP estimators, every torch estimator of
         this package, skorch nets, and a pipeline ending in one of them (its
-        other steps are refitted at each interval, deterministically). Not
-        covered: HistGradientBoosting*, whose ``max_iter`` counts the total.
+        other steps are refitted at each interval, deterministically).
+        HistGradientBoosting*, whose ``max_iter`` counts the total, is refused.
 
     param_distributions : dict
         Parameter name (``get_params(deep=True)`` names) to a frozen
@@ -466,7 +466,7 @@ class IPBTSearchCV(BaseSearchCV):
             )
         return X, y, n_samples
 
-    def _splits(self, X, y, rng):
+    def _splits(self, X, y, groups, rng):
         cv = self.cv
         if cv is None or isinstance(cv, float):
             fraction = 0.2 if cv is None else cv
@@ -477,13 +477,15 @@ class IPBTSearchCV(BaseSearchCV):
                 "multiclass",
             ):
                 _, counts = np.unique(np.asarray(y).ravel(), return_counts=True)
-                if counts.min() >= 2:
+                n = len(np.asarray(y))
+                n_test = int(np.ceil(fraction * n))
+                if counts.min() >= 2 and min(n_test, n - n_test) >= len(counts):
                     splitter = StratifiedShuffleSplit(
                         1, test_size=fraction, random_state=seed
                     )
-            return list(splitter.split(X, y))
+            return list(splitter.split(X, y, groups))
         splitter = check_cv(cv, y, classifier=is_classifier(self.estimator))
-        return list(splitter.split(X, y))
+        return list(splitter.split(X, y, groups))
 
     # --- the search ----------------------------------------------------------------
 
@@ -499,7 +501,9 @@ class IPBTSearchCV(BaseSearchCV):
             Target; None for unsupervised estimators.
         **fit_params : dict
             Passed to every ``fit``/``partial_fit`` call; arrays of length
-            n_samples are split with the data.
+            n_samples are split with the data. ``groups`` goes to the ``cv``
+            splitter (e.g. ``GroupKFold``) instead; ``classes`` (for
+            ``partial_fit``) defaults to the labels of ``y``.
 
         Returns
         -------
@@ -512,13 +516,16 @@ class IPBTSearchCV(BaseSearchCV):
         X, y, n_samples = self._check_data(X, y)
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         rng = check_random_state(self.random_state)
-        splits = self._splits(X, y, rng)
+        groups = fit_params.pop("groups", None)
+        splits = self._splits(X, y, groups, rng)
         classes = None
         if protocol.pass_classes:
-            classes = np.unique(np.asarray(y).ravel())
+            classes = fit_params.get("classes")
+            if classes is None:
+                classes = np.unique(np.asarray(y).ravel())
 
         def part(value, idx):
-            if hasattr(value, "__len__") and _n_samples(value) == n_samples:
+            if np.ndim(value) >= 1 and _n_samples(value) == n_samples:
                 return _safe_indexing(value, idx)
             return value
 
@@ -532,7 +539,8 @@ class IPBTSearchCV(BaseSearchCV):
             for tr, te in splits
         ]
         fold_params = [
-            {k: part(v, tr) for k, v in fit_params.items()} for tr, _ in splits
+            {k: v if k == "classes" else part(v, tr) for k, v in fit_params.items()}
+            for tr, _ in splits
         ]
 
         run = _Population(
@@ -540,6 +548,13 @@ class IPBTSearchCV(BaseSearchCV):
         )
         run.search(per_member, interval)
 
+        if not np.isfinite(run.rows[run.best_row]["score"]):
+            warnings.warn(
+                "Every member scored NaN or infinity at every ready step: the "
+                "search could not rank them, and best_* describe the first one.",
+                UserWarning,
+                stacklevel=2,
+            )
         self.history_ = run.history()
         self.best_index_ = run.best_row
         best = run.rows[run.best_row]
@@ -589,7 +604,7 @@ class IPBTSearchCV(BaseSearchCV):
         )
         mlp = MLPClassifier((64,), solver="sgd", batch_size=64, random_state=0)
         space = {
-            "learning_rate_init": loguniform(1e-4, 1.0),
+            "learning_rate_init": loguniform(1e-4, 0.3),
             "momentum": uniform(0.0, 0.99),
             "alpha": loguniform(1e-6, 1e-1),
         }
@@ -741,7 +756,9 @@ class _Population:
         params = [self.space.sample(self.rng) for _ in range(pop)]
         origins = [_origin(-1, "init", "random", seed) for seed in seeds]
         t, run, ready_step, fails, run_best = 0, 0, 0, 0, []
-        with Parallel(n_jobs=s.n_jobs) as parallel:
+        # max_nbytes=None: no read-only memmaps of large weight arrays in workers,
+        # which train those arrays in place.
+        with Parallel(n_jobs=s.n_jobs, max_nbytes=None) as parallel:
             while t < per_member:
                 n = min(interval, per_member - t)
                 members, results = self._train_all(parallel, members, params, n)
