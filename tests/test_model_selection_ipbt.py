@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy.stats import loguniform, randint, uniform
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import load_digits, make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.exceptions import FitFailedWarning
@@ -526,3 +526,25 @@ def test_all_nan_scores_warn():
         _sgd_search(budget=8, scoring=nan_scorer, refit=False).fit(
             *make_classification(60, 4, random_state=0)
         )
+
+
+class _DivergesOnMoreData(_PBTToyProblem):
+    """Trains on up to 50 samples; more data "diverges" (raises)."""
+
+    def partial_fit(self, X=None, y=None):
+        if len(X) > 50:
+            raise ValueError("Solver produced non-finite parameter weights.")
+        return super().partial_fit(X, y)
+
+
+def test_replay_failure_falls_back_to_the_trained_best_member():
+    X = np.zeros((60, 1))
+    search = IPBTSearchCV(
+        _DivergesOnMoreData(), TOY_SPACE, budget=8 * 10, random_state=0
+    )
+    with pytest.warns(FitFailedWarning, match="Replaying the best member"):
+        search.fit(X)
+    assert search.best_estimator_.score() == search.best_score_
+    strict = clone(search).set_params(error_score="raise")
+    with pytest.raises(ValueError, match="non-finite"):
+        strict.fit(X)

@@ -210,7 +210,10 @@ class IPBTSearchCV(BaseSearchCV):
         Retrain on all the data, replaying the best member's lineage (its
         hyperparameter schedule, restarts included) from its initialisation, as
         ``best_estimator_``; ``predict``, ``score`` and the other methods
-        delegate to it. False keeps only the search results.
+        delegate to it. If that replay raises (a schedule that diverges on more
+        data), ``best_estimator_`` is the best member as trained in the search,
+        with a ``FitFailedWarning`` (unless ``error_score="raise"``). False keeps
+        only the search results.
 
     error_score : "raise" or float, default=np.nan
         Score of a member whose training or scoring raised (it then ranks last
@@ -569,7 +572,21 @@ class IPBTSearchCV(BaseSearchCV):
         self.multimetric_ = False
         if self.refit:
             start = time.perf_counter()
-            self.best_estimator_ = run.replay(run.best_row, X, y, fit_params)
+            try:
+                self.best_estimator_ = run.replay(run.best_row, X, y, fit_params)
+            except Exception as exc:
+                if self.error_score == "raise":
+                    raise
+                # The schedule diverged on all the data (a learning rate at the
+                # edge of stability, say): keep the member as the search trained it.
+                warnings.warn(
+                    "Replaying the best member's schedule on all the data failed "
+                    f"({type(exc).__name__}: {exc}); best_estimator_ is the best "
+                    "member as trained on the first training split instead.",
+                    FitFailedWarning,
+                    stacklevel=2,
+                )
+                self.best_estimator_ = run.best_snapshot[0]
             self.refit_time_ = time.perf_counter() - start
         return self
 
