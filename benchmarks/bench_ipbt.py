@@ -14,8 +14,9 @@ smoke run, ``--parts`` to pick some):
    and a held-out test set (25%) for the reported score after each method
    refits its best on training + validation:
 
-   - ``MLPClassifier`` (64 ReLU units, SGD, batches of 64) on digits, T = 40;
-     learning rate, momentum, L2;
+   - ``MLPClassifier`` (64 ReLU units, SGD, batches of 64) on digits, T = 40
+     and, a longer budget where restarts have room, T = 100; learning rate
+     (log-uniform 1e-4 to 0.3), momentum (0 to 0.99), L2 (1e-6 to 0.1);
    - ``SGDClassifier`` (hinge, constant learning rate) on digits, T = 40;
      eta0, L2;
    - ``MLPRegressor`` (scaled inputs, 64 units, SGD) on Friedman #1 (2000
@@ -42,11 +43,12 @@ import time
 import warnings
 
 import numpy as np
+import torch
 from _common import write_results
 from scipy.stats import loguniform, uniform
 from sklearn.base import clone, is_classifier
 from sklearn.datasets import load_digits, make_friedman1
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.experimental import enable_halving_search_cv  # noqa: F401
 from sklearn.linear_model import SGDClassifier
 from sklearn.model_selection import (
@@ -64,6 +66,8 @@ from sklearn_ext.model_selection import IPBTSearchCV
 from sklearn_ext.model_selection._toy import _PBTToyProblem
 
 warnings.filterwarnings("ignore", category=ConvergenceWarning)
+warnings.filterwarnings("ignore", category=FitFailedWarning)
+warnings.filterwarnings("ignore", category=RuntimeWarning)
 warnings.filterwarnings("ignore", category=UserWarning, module="optuna")
 
 POP = 8
@@ -119,25 +123,25 @@ def toy_part(seeds, steps=200, intervals=(1, 2, 5, 10, 20, 50)):
 # --- part 2: real tasks -------------------------------------------------------------
 
 
+class _SkorchNet(torch.nn.Module):
+    """64 ReLU units for the skorch task (module level: skorch pickles it)."""
+
+    def __init__(self, hidden=64):
+        super().__init__()
+        self.layers = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)
+        )
+
+    def forward(self, X):
+        return self.layers(X)
+
+
 def _skorch_classifier(seed):
-    import torch
     from skorch import NeuralNetClassifier
-
-    class Net(torch.nn.Module):
-        def __init__(self, hidden=64):
-            super().__init__()
-            self.layers = torch.nn.Sequential(
-                torch.nn.Linear(64, hidden),
-                torch.nn.ReLU(),
-                torch.nn.Linear(hidden, 10),
-            )
-
-        def forward(self, X):
-            return self.layers(X)
 
     torch.manual_seed(seed)
     return NeuralNetClassifier(
-        Net,
+        _SkorchNet,
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.SGD,
         batch_size=64,
@@ -168,6 +172,15 @@ def _tasks():
             ),
             "space": mlp_space,
             "steps": 40,
+            "iter_param": "max_iter",
+        },
+        "MLPClassifier/digits, T=100": {
+            "data": _digits,
+            "make": lambda s: MLPClassifier(
+                (64,), solver="sgd", batch_size=64, random_state=s
+            ),
+            "space": mlp_space,
+            "steps": 100,
             "iter_param": "max_iter",
         },
         "SGDClassifier/digits": {
@@ -348,9 +361,8 @@ def tasks_part(seeds, names=None):
             )
             times.setdefault("Optuna TPE", []).append(time.perf_counter() - start)
             scores.setdefault("Optuna TPE", []).append(tpe.score(X_test, y_test))
-            print(
-                name, seed, {m: round(v[-1], 4) for m, v in scores.items()}, flush=True
-            )
+            rounded = {m: round(v[-1], 4) for m, v in scores.items()}
+            print(time.strftime("%H:%M:%S"), name, seed, rounded, flush=True)
         pbt = [m for m in scores if m.startswith("PBT")]
         pbt_median = float(np.median([np.mean(scores[m]) for m in pbt]))
         metric = "R²" if not is_classifier(task["make"](0)) else "accuracy"
