@@ -305,7 +305,7 @@ class IPBTSearchCV(BaseSearchCV):
       the last 128 (member, interval) observations of the whole search, with an
       anisotropic Matérn kernel whose time length scale lets old observations
       count less. The paper uses a gpytorch model with PB2's time kernel
-      k(x, x')·(1-ε)^{|t-t'|/2}, scoring each restart's starting
+      k(x, x') (1 - ε) ** (abs(t - t') / 2), scoring each restart's starting
       hyperparameters by their best descendant. Proposals maximise the upper
       confidence bound μ + 2σ at the current time over 512 prior draws, in a
       batch by the kriging believer.
