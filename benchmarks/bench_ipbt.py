@@ -236,7 +236,6 @@ def _optuna_tpe(estimator, space, iter_param, steps, X, y, split, seed):
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     train, val = split
-    scorer_est = clone(estimator)
 
     def suggest(trial):
         params = {}
@@ -247,7 +246,7 @@ def _optuna_tpe(estimator, space, iter_param, steps, X, y, split, seed):
         return params
 
     def objective(trial):
-        est = clone(scorer_est).set_params(**suggest(trial), **{iter_param: steps})
+        est = clone(estimator).set_params(**suggest(trial), **{iter_param: steps})
         est.fit(X[train], y[train])
         return est.score(X[val], y[val])
 

@@ -124,7 +124,7 @@ def train(estimator, protocol, n_steps, X, y, classes=None, fit_params=None):
             )
             estimator.fit(X, y, **fit_params)
         else:
-            if protocol.pass_classes and "classes" not in fit_params:
+            if protocol.pass_classes:
                 fit_params["classes"] = classes
             for _ in range(int(n_steps)):
                 estimator.partial_fit(X, y, **fit_params)

@@ -522,8 +522,8 @@ class IPBTSearchCV(BaseSearchCV):
         groups = fit_params.pop("groups", None)
         splits = self._splits(X, y, groups, rng)
         classes = None
-        if protocol.pass_classes:
-            classes = fit_params.get("classes")
+        if protocol.pass_classes:  # given to every partial_fit call by train()
+            classes = fit_params.pop("classes", None)
             if classes is None:
                 classes = np.unique(np.asarray(y).ravel())
 
@@ -542,8 +542,7 @@ class IPBTSearchCV(BaseSearchCV):
             for tr, te in splits
         ]
         fold_params = [
-            {k: v if k == "classes" else part(v, tr) for k, v in fit_params.items()}
-            for tr, _ in splits
+            {k: part(v, tr) for k, v in fit_params.items()} for tr, _ in splits
         ]
 
         run = _Population(

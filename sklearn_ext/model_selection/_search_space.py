@@ -81,29 +81,18 @@ class _Dimension:
             return self.value[rng.randint(len(self.value))]
         return self._cast(self.value.rvs(random_state=rng))
 
-    def encode(self, x):
-        """Map a value to [0, 1]: its CDF (mid-step for integers, slot for lists)."""
-        if self.kind == "choice":
-            return (_index_of(self.value, x) + 0.5) / len(self.value)
-        if self.kind == "integer":
-            return 0.5 * float(self.value.cdf(x) + self.value.cdf(x - 1))
-        return float(np.clip(self.value.cdf(x), 0.0, 1.0))
-
-    def decode(self, u):
-        u = float(np.clip(u, _EPS, 1.0 - _EPS))
-        if self.kind == "choice":
-            return self.value[min(int(u * len(self.value)), len(self.value) - 1)]
-        return self._cast(self.value.ppf(u))
-
     def encode_many(self, xs):
+        """Map values to [0, 1]: their CDF (mid-step for integers, slot for lists)."""
         if self.kind == "choice":
-            return np.array([self.encode(x) for x in xs])
+            k = len(self.value)
+            return np.array([(_index_of(self.value, x) + 0.5) / k for x in xs])
         xs = np.asarray(xs, dtype=float)
         if self.kind == "integer":
             return 0.5 * (self.value.cdf(xs) + self.value.cdf(xs - 1))
         return np.clip(self.value.cdf(xs), 0.0, 1.0)
 
     def decode_many(self, u):
+        """Map unit coordinates back to values (inverse CDF, slot for lists)."""
         u = np.clip(np.asarray(u, dtype=float), _EPS, 1.0 - _EPS)
         if self.kind == "choice":
             k = len(self.value)
@@ -125,9 +114,9 @@ class _Dimension:
         if self.low >= 0 and x > 0 and self.low * factor <= self.high:
             new = x * factor if up else x / factor
             return float(np.clip(new, self.low, self.high))
-        u = self.encode(x)
+        u = self.encode_many([x])[0]
         u = u * factor if up else u / factor
-        return self.decode(min(u, 1.0))
+        return self.decode_many([min(u, 1.0)])[0]
 
 
 class SearchSpace:
@@ -178,20 +167,11 @@ class SearchSpace:
                     f"are {sorted(estimator.get_params(deep=True))}."
                 ) from exc
 
-    def __len__(self):
-        return len(self.dimensions)
-
     def sample(self, rng):
         return {d.name: d.sample(rng) for d in self.dimensions}
 
     def perturb(self, params, factor, rng):
         return {d.name: d.perturb(params[d.name], factor, rng) for d in self.dimensions}
-
-    def encode(self, params):
-        return np.array([d.encode(params[d.name]) for d in self.dimensions])
-
-    def decode(self, u):
-        return {d.name: d.decode(ui) for d, ui in zip(self.dimensions, u)}
 
     def encode_many(self, params):
         """Unit-cube coordinates of a list of settings, shape (n, n_dimensions)."""
@@ -199,12 +179,16 @@ class SearchSpace:
             [d.encode_many([p[d.name] for p in params]) for d in self.dimensions]
         )
 
+    def decode_many(self, U):
+        """Settings from unit-cube coordinates of shape (n, n_dimensions)."""
+        U = np.asarray(U, dtype=float)
+        values = [d.decode_many(U[:, j]) for j, d in enumerate(self.dimensions)]
+        return [
+            {d.name: values[j][i] for j, d in enumerate(self.dimensions)}
+            for i in range(len(U))
+        ]
+
     def sample_many(self, n, rng):
         """``n`` prior draws (by inverse CDF) and their coordinates."""
-        u = rng.uniform(size=(n, len(self.dimensions)))
-        values = [d.decode_many(u[:, j]) for j, d in enumerate(self.dimensions)]
-        params = [
-            {d.name: values[j][i] for j, d in enumerate(self.dimensions)}
-            for i in range(n)
-        ]
+        params = self.decode_many(rng.uniform(size=(n, len(self.dimensions))))
         return params, self.encode_many(params)
