@@ -4,17 +4,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
+import functools
+import math
+import sys
 from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 
 from sklearn_ext.utils._sklearn_compat import Interval, StrOptions
 from sklearn_ext.utils._torch import (
     DeviceConstraint,
     ModuleState,
+    cpu_thread_limit,
     import_torch,
+    iter_batches,
     make_generator,
     module_from_bytes,
     module_to_bytes,
@@ -23,9 +27,16 @@ from sklearn_ext.utils._torch import (
     to_tensor,
     train_loop,
 )
+from sklearn_ext.utils._validation import check_sample_weight
 from sklearn_ext.utils._views import check_views, observed_views
 
-__all__ = ["MultiViewMixin", "TorchMixin", "is_torch_estimator", "supports_gpu"]
+__all__ = [
+    "MultiViewMixin",
+    "TorchDeviceMixin",
+    "TorchMixin",
+    "is_torch_estimator",
+    "supports_gpu",
+]
 
 
 @dataclass
@@ -35,129 +46,151 @@ class _TorchContext:
     dtype: object
 
 
-class TorchMixin:
-    """Mixin for estimators that compute with PyTorch.
+# Public methods that run inside the CPU-thread policy (see TorchDeviceMixin).
+_THREAD_SCOPED_METHODS = (
+    "fit",
+    "partial_fit",
+    "fit_predict",
+    "fit_transform",
+    "predict",
+    "predict_proba",
+    "predict_log_proba",
+    "decision_function",
+    "transform",
+    "inverse_transform",
+    "score",
+    "score_samples",
+)
 
-    It supplies what every torch estimator shares, so that each method writes only
-    its model and its loss:
 
-    - ``_parameter_constraints`` for the common parameters ``batch_size``,
-      ``learning_rate_init``, ``max_iter``, ``tol``, ``n_iter_no_change``,
-      ``warm_start``, ``device``, ``random_state`` and ``verbose``;
-    - :meth:`_torch_context`: the device resolved from ``device`` (a ValueError
-      names the parameter when it is absent) and a ``torch.Generator`` seeded from
-      ``random_state``; computation is in float32;
-    - :meth:`_train`: the package's single minibatch loop, setting ``n_iter_``,
-      ``loss_curve_`` and ``device_``, and continuing both under ``warm_start``;
-    - :meth:`_predict_batches`: inference in evaluation mode, without gradients,
-      returning float64 numpy arrays;
+def _thread_scoped(method):
+    """Run ``method`` inside :func:`~sklearn_ext.utils._torch.cpu_thread_limit`."""
+
+    @functools.wraps(method)
+    def scoped(self, *args, **kwargs):
+        if self._torch_optional and "torch" not in sys.modules:
+            return method(self, *args, **kwargs)
+        with cpu_thread_limit():
+            return method(self, *args, **kwargs)
+
+    scoped._thread_scoped = True
+    return scoped
+
+
+class TorchDeviceMixin:
+    """Mixin for every estimator that computes with PyTorch: the device part.
+
+    It supplies what every torch estimator shares, whatever its optimiser:
+
+    - ``_parameter_constraints`` for ``device``, ``random_state`` and ``verbose``;
+    - :meth:`_torch_context`: the device resolved from ``device`` (strictly: a
+      ValueError names the parameter when it is absent; with ``size`` and
+      ``min_size``, ``device="auto"`` keeps small problems on the CPU), a
+      ``torch.Generator`` seeded from ``random_state`` and the compute dtype
+      (float32, or float64 on the CPU with ``precision="float64"``);
+      :meth:`_record_device` stores ``device_``;
+    - :meth:`_fitted_module`: the module to continue under ``warm_start``, with
+      the one check (and the one message) that the architecture is unchanged;
+    - :meth:`_predict_batches`: inference in evaluation mode, without
+      gradients, one (densified) batch at a time, returning float64 numpy
+      arrays;
+    - the CPU-thread policy: every public fit/inference method of a subclass
+      runs inside :func:`~sklearn_ext.utils._torch.cpu_thread_limit`, which
+      lowers torch's intra-op threads to the cores no other process is using
+      when the call starts and restores the previous value on return;
     - portable pickling: each fitted module named in ``_module_attributes`` is
       stored as a CPU state dict and rebuilt on unpickling by the estimator's
       ``_build_module(attr)`` (called after the other fitted attributes are
       restored), then loaded with ``weights_only=True``. A model fitted on a GPU
       thus unpickles and predicts on a machine without one.
 
-    Fitted modules are kept on the CPU between calls; inference copies them to the
-    device (in float64 on the CPU, see :meth:`_predict_batches`). A model whose
-    ``device`` is missing at inference time (e.g. unpickled on a machine without
-    CUDA) runs on the CPU with a warning.
+    Fitted modules are kept on the CPU between calls; inference copies them to
+    the device (in float64 on the CPU, see :meth:`_predict_batches`). A model
+    whose ``device`` is missing at inference time (e.g. unpickled on a machine
+    without CUDA) runs on the CPU with a warning.
 
-    Place it left of ``BaseEstimator``:
-    ``class Est(RegressorMixin, TorchMixin, BaseEstimator)``.
+    Estimators that train by minibatches use :class:`TorchMixin`, built on this
+    one. Place the mixin left of ``BaseEstimator``:
+    ``class Est(RegressorMixin, TorchDeviceMixin, BaseEstimator)``.
     """
 
     _module_attributes = ("module_",)
+    # True for estimators whose numpy path does not need torch: the thread
+    # policy then applies only once torch has been imported.
+    _torch_optional = False
 
     _parameter_constraints: dict = {
-        "batch_size": [
-            Interval(Integral, 1, None, closed="left"),
-            StrOptions({"auto"}),
-        ],
-        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-        "warm_start": ["boolean"],
         "device": [DeviceConstraint()],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def _torch_context(self):
-        """Resolve the device (strictly) and seed a generator from random_state."""
-        torch = import_torch()
-        device = resolve_device(self.device)
-        return _TorchContext(
-            device=device,
-            generator=make_generator(self.random_state),
-            dtype=torch.float32,
-        )
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _THREAD_SCOPED_METHODS:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_thread_scoped", False):
+                setattr(cls, name, _thread_scoped(method))
 
-    def _batch_size(self, n_samples):
-        if self.batch_size == "auto":
-            return min(200, n_samples)
-        return min(self.batch_size, n_samples)
-
-    def _hidden_layer_sizes(self):
-        """The ``hidden_layer_sizes`` parameter as a tuple of ints (may be empty)."""
-        hidden = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
-            raise ValueError(
-                "hidden_layer_sizes must be a tuple of positive integers; got "
-                f"{self.hidden_layer_sizes!r}."
-            )
-        return tuple(int(h) for h in hidden)
-
-    def _fitted_module(self, attr="module_"):
-        """The module fitted before, when ``warm_start`` asks to continue from it."""
-        if self.warm_start and hasattr(self, attr):
-            return getattr(self, attr)
-        return None
-
-    def _train(self, modules, batch_loss, n_samples, context, optimizer=None):
-        """Train ``modules`` with the shared loop and record the fitted state.
+    def _torch_context(self, *, size=None, min_size=None, dtype=None):
+        """Resolve the device (strictly) and seed a generator from random_state.
 
         Parameters
         ----------
-        modules : dict of str to torch.nn.Module
-            The modules being trained, by the fitted attribute they are stored
-            under; they must already be on ``context.device``.
-        batch_loss : callable
-            ``batch_loss(idx) -> scalar tensor``, see
-            :func:`sklearn_ext.utils._torch.train_loop`.
-        n_samples : int
-        context : _TorchContext
-        optimizer : torch.optim.Optimizer, default=None
-            Defaults to Adam over all parameters of ``modules`` with
-            ``learning_rate_init``.
+        size, min_size : float, default=None
+            See :func:`~sklearn_ext.utils._torch.resolve_device`.
+        dtype : torch.dtype, default=None
+            The compute dtype; float32 by default.
         """
         torch = import_torch()
-        warm = self.warm_start and hasattr(self, "loss_curve_")
-        if optimizer is None:
-            params = [p for m in modules.values() for p in m.parameters()]
-            optimizer = torch.optim.Adam(params, lr=self.learning_rate_init)
-        for module in modules.values():
-            module.train()
-        result = train_loop(
-            batch_loss,
-            n_samples,
-            optimizer,
-            batch_size=self._batch_size(n_samples),
-            max_iter=self.max_iter,
-            tol=self.tol,
-            n_iter_no_change=self.n_iter_no_change,
-            generator=context.generator,
-            device=context.device,
-            verbose=self.verbose,
-            best_loss=min(self.loss_curve_) if warm else None,
-            estimator_name=type(self).__name__,
+        device = resolve_device(self.device, size=size, min_size=min_size)
+        return _TorchContext(
+            device=device,
+            generator=make_generator(self.random_state),
+            dtype=torch.float32 if dtype is None else dtype,
         )
-        for attr, module in modules.items():
-            setattr(self, attr, module.to("cpu").eval())
-        self.loss_curve_ = (self.loss_curve_ if warm else []) + result.loss_curve
-        self.n_iter_ = (self.n_iter_ if warm else 0) + result.n_iter
-        self.device_ = str(context.device)
-        return result
+
+    def _record_device(self, context):
+        """Store the device the fit ran on as ``device_``."""
+        device = context.device if isinstance(context, _TorchContext) else context
+        self.device_ = "cpu" if device is None else str(device)
+
+    def _fitted_module(self, architecture=None, attr="module_"):
+        """The module fitted before, when ``warm_start`` asks to continue it.
+
+        Parameters
+        ----------
+        architecture : dict, default=None
+            What the fitted network's shape depends on (``n_features``, layer
+            sizes, ...), as comparable values. Under ``warm_start`` it must
+            equal the first fit's, else a ValueError names what changed;
+            otherwise it is stored for the next warm start.
+        attr : str, default="module_"
+
+        Returns
+        -------
+        torch.nn.Module or None
+            None when the fit starts anew.
+        """
+        architecture = dict(architecture or {})
+        if getattr(self, "warm_start", False) and hasattr(self, attr):
+            stored = getattr(self, "_architecture", {})
+            changed = sorted(
+                k
+                for k in architecture
+                if k not in stored or stored[k] != architecture[k]
+            )
+            if changed:
+                what = "; ".join(
+                    f"{k}: {stored.get(k)!r} -> {architecture[k]!r}" for k in changed
+                )
+                raise ValueError(
+                    f"warm_start=True continues the fitted model, but {what} "
+                    "changed since that fit; set warm_start=False to fit anew."
+                )
+            return getattr(self, attr)
+        self._architecture = architecture
+        return None
 
     def _predict_batches(self, forward, X, attrs=("module_",), batch_size=1024):
         """Apply ``forward(*modules, X_batch)`` to X in batches, without gradients.
@@ -180,10 +213,7 @@ class TorchMixin:
         ]
         outputs = []
         with torch.inference_mode():
-            for start in range(0, max(X.shape[0], 1), batch_size):
-                chunk = X[start : start + batch_size]
-                if sp.issparse(chunk):  # densified one batch at a time
-                    chunk = chunk.toarray()
+            for _, _, chunk in iter_batches(X, batch_size):
                 batch = to_tensor(chunk, dtype=dtype, device=device)
                 outputs.append(to_numpy(forward(*modules, batch)))
         return np.concatenate(outputs, axis=0)
@@ -207,6 +237,140 @@ class TorchMixin:
             setattr(self, attr, module_from_bytes(self._build_module(attr), blob.data))
 
 
+class TorchMixin(TorchDeviceMixin):
+    """Mixin for torch estimators that train by minibatches.
+
+    On top of :class:`TorchDeviceMixin` (device, seeding, thread policy,
+    pickling) it adds:
+
+    - ``_parameter_constraints`` for ``batch_size``, ``learning_rate_init``,
+      ``max_iter``, ``tol``, ``n_iter_no_change`` and ``warm_start``;
+    - :meth:`_train`: the package's single minibatch loop, setting
+      ``n_iter_``, ``loss_curve_`` and ``device_`` and continuing them under
+      ``warm_start``; a preliminary phase (e.g. pretraining) runs through the
+      same loop with its own ``max_iter`` and label;
+    - :meth:`_sample_weight`: ``sample_weight`` checked and scaled to mean one,
+      for :func:`~sklearn_ext.utils._torch.weighted_mean` in the batch loss.
+
+    Place it left of ``BaseEstimator``:
+    ``class Est(RegressorMixin, TorchMixin, BaseEstimator)``.
+    """
+
+    _parameter_constraints: dict = {
+        **TorchDeviceMixin._parameter_constraints,
+        "batch_size": [
+            Interval(Integral, 1, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
+        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+    }
+
+    def _batch_size(self, n_samples):
+        if self.batch_size == "auto":
+            return min(200, n_samples)
+        return min(self.batch_size, n_samples)
+
+    def _hidden_layer_sizes(self):
+        """The ``hidden_layer_sizes`` parameter as a tuple of ints (may be empty)."""
+        hidden = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
+            raise ValueError(
+                "hidden_layer_sizes must be a tuple of positive integers; got "
+                f"{self.hidden_layer_sizes!r}."
+            )
+        return tuple(int(h) for h in hidden)
+
+    @staticmethod
+    def _sample_weight(sample_weight, X, context):
+        """``sample_weight`` as a tensor on the device with mean one, or None."""
+        weights = check_sample_weight(sample_weight, X)
+        if weights is None:
+            return None
+        return to_tensor(weights, dtype=context.dtype, device=context.device)
+
+    def _train(
+        self,
+        modules,
+        batch_loss,
+        n_samples,
+        context,
+        optimizer=None,
+        *,
+        phase="training",
+        max_iter=None,
+        max_iter_param="max_iter",
+        fixed_epochs=False,
+    ):
+        """Train ``modules`` with the shared loop and record the fitted state.
+
+        Parameters
+        ----------
+        modules : dict of str to torch.nn.Module
+            The modules being trained, by the fitted attribute they are stored
+            under; they must already be on ``context.device``.
+        batch_loss : callable
+            ``batch_loss(idx) -> scalar tensor``, see
+            :func:`sklearn_ext.utils._torch.train_loop`.
+        n_samples : int
+        context : _TorchContext
+        optimizer : torch.optim.Optimizer, default=None
+            Defaults to Adam over all parameters of ``modules`` with
+            ``learning_rate_init``.
+        phase : str, default="training"
+            ``"training"`` is the estimator's main fit: it sets (or, under
+            ``warm_start``, extends) ``loss_curve_``, ``n_iter_`` and
+            ``device_``. Any other phase (e.g. ``"pretraining"``) labels the
+            progress bar and its warnings and stores its curve as
+            ``<phase>_loss_curve_``.
+        max_iter : int, default=None
+            Epochs of this phase; ``self.max_iter`` by default.
+        max_iter_param : str, default="max_iter"
+            The parameter that sets ``max_iter``, named by the warnings.
+        fixed_epochs : bool, default=False
+            Run exactly ``max_iter`` epochs (no early stopping and hence no
+            ConvergenceWarning), as for a pretraining budget.
+        """
+        torch = import_torch()
+        main = phase == "training"
+        warm = main and self.warm_start and hasattr(self, "loss_curve_")
+        max_iter = self.max_iter if max_iter is None else max_iter
+        if optimizer is None:
+            params = [p for m in modules.values() for p in m.parameters()]
+            optimizer = torch.optim.Adam(params, lr=self.learning_rate_init)
+        for module in modules.values():
+            module.train()
+        result = train_loop(
+            batch_loss,
+            n_samples,
+            optimizer,
+            batch_size=self._batch_size(n_samples),
+            max_iter=max_iter,
+            tol=-math.inf if fixed_epochs else self.tol,
+            n_iter_no_change=max_iter + 1 if fixed_epochs else self.n_iter_no_change,
+            generator=context.generator,
+            device=context.device,
+            verbose=self.verbose,
+            best_loss=min(self.loss_curve_) if warm else None,
+            estimator_name=type(self).__name__,
+            phase=phase,
+            max_iter_param=max_iter_param,
+            warn_at_max_iter=not fixed_epochs,
+        )
+        if main:
+            for attr, module in modules.items():
+                setattr(self, attr, module.to("cpu").eval())
+            self.loss_curve_ = (self.loss_curve_ if warm else []) + result.loss_curve
+            self.n_iter_ = (self.n_iter_ if warm else 0) + result.n_iter
+            self._record_device(context)
+        else:
+            setattr(self, f"{phase}_loss_curve_", result.loss_curve)
+        return result
+
+
 def is_torch_estimator(estimator):
     """Return True if ``estimator`` (an instance or a class) computes with torch.
 
@@ -218,7 +382,8 @@ def is_torch_estimator(estimator):
     Returns
     -------
     bool
-        Whether the estimator derives from :class:`TorchMixin`.
+        Whether the estimator derives from :class:`TorchDeviceMixin` (and
+        computes with torch whenever it fits).
 
     Examples
     --------
@@ -228,7 +393,7 @@ def is_torch_estimator(estimator):
     False
     """
     cls = estimator if isinstance(estimator, type) else type(estimator)
-    return issubclass(cls, TorchMixin)
+    return issubclass(cls, TorchDeviceMixin) and not cls._torch_optional
 
 
 def supports_gpu(estimator):

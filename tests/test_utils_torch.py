@@ -17,7 +17,7 @@ from sklearn_ext.base import TorchMixin, is_torch_estimator
 from sklearn_ext.utils._sklearn_compat import InvalidParameterError
 from sklearn_ext.utils._torch import (
     ModuleState,
-    _batch_bounds,
+    batch_bounds,
     init_parameters,
     make_generator,
     module_from_bytes,
@@ -171,12 +171,12 @@ def test_fit_does_not_modify_readonly_input():
 
 
 def test_batches_never_hold_a_single_sample():
-    assert _batch_bounds(11, 5) == [(0, 5), (5, 11)]
-    assert _batch_bounds(10, 5) == [(0, 5), (5, 10)]
-    assert _batch_bounds(1, 5) == [(0, 1)]
+    assert batch_bounds(11, 5) == [(0, 5), (5, 11)]
+    assert batch_bounds(10, 5) == [(0, 5), (5, 10)]
+    assert batch_bounds(1, 5) == [(0, 1)]
     for n in range(2, 40):
         for bs in range(1, 12):
-            bounds = _batch_bounds(n, bs)
+            bounds = batch_bounds(n, bs)
             assert bounds[0][0] == 0 and bounds[-1][1] == n
             assert all(b - a >= min(2, bs) for a, b in bounds) or bs == 1
 

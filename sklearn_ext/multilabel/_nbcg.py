@@ -22,7 +22,7 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import (
-    _batch_bounds,
+    batch_bounds,
     import_torch,
     init_parameters,
     to_tensor,
@@ -875,7 +875,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             if warm
             else torch.ones(K, dtype=ctx.dtype, device=ctx.device)
         )
-        n_batches = len(_batch_bounds(n_samples, self._batch_size(n_samples)))
+        n_batches = len(batch_bounds(n_samples, self._batch_size(n_samples)))
         rate = self.disagreement_decay / n_batches
         nash = self.objective == "nash"
         step_weights = []

@@ -23,7 +23,11 @@ from sklearn.utils._param_validation import (
     validate_params,
 )
 from sklearn.utils.estimator_checks import parametrize_with_checks as _pwc
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 SKLEARN_VERSION = sklearn.__version__
 
@@ -37,6 +41,7 @@ __all__ = [
     "Options",
     "RealNotInt",
     "StrOptions",
+    "_check_sample_weight",
     "_fit_context",
     "check_is_fitted",
     "parametrize_with_checks",

@@ -1,8 +1,10 @@
 """The private PyTorch backend shared by every torch estimator.
 
-One device helper, one seeding helper, one numpy/tensor converter, one minibatch
-training loop and one portable pickling format. torch is imported lazily, inside
-the functions, so that importing this module stays cheap.
+One device helper, one seeding helper (and its child seeds), one numpy/tensor
+converter, one batch iterator, one minibatch training loop, one full-batch
+L-BFGS helper, one scoped CPU-thread policy and one portable pickling format.
+torch is imported lazily, inside the functions, so that importing this module
+stays cheap.
 """
 
 # Authors: The sklearn_ext developers
@@ -10,22 +12,30 @@ the functions, so that importing this module stays cheap.
 
 import io
 import math
+import os
 import re
-import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from sklearn_ext.utils._messages import progress, warn
 from sklearn_ext.utils._sklearn_compat import StrOptions
 
 __all__ = [
     "DeviceConstraint",
     "ModuleState",
     "TrainResult",
+    "available_cpus",
+    "batch_bounds",
+    "child_seeds",
+    "cpu_thread_limit",
     "import_torch",
     "init_parameters",
+    "iter_batches",
+    "lbfgs_minimize",
     "make_generator",
     "module_from_bytes",
     "module_to_bytes",
@@ -33,6 +43,7 @@ __all__ = [
     "to_numpy",
     "to_tensor",
     "train_loop",
+    "weighted_mean",
 ]
 
 _DEVICE_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
@@ -74,7 +85,7 @@ class DeviceConstraint(StrOptions):
         return "a device: 'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device"
 
 
-def resolve_device(device, *, param="device", strict=True):
+def resolve_device(device, *, param="device", strict=True, size=None, min_size=None):
     """Turn a ``device`` parameter into a ``torch.device``.
 
     Parameters
@@ -88,6 +99,12 @@ def resolve_device(device, *, param="device", strict=True):
         If True (in ``fit``), asking for a device that this machine lacks raises a
         ValueError. If False (at inference, e.g. after unpickling a model fitted on
         a GPU on a machine without one), fall back to the CPU with a warning.
+    size, min_size : float, default=None
+        The size of the work (the estimator's measure, e.g. flops per step) and
+        the smallest size worth a GPU: with ``device="auto"`` a problem smaller
+        than ``min_size`` runs on the CPU, where copies to the device and kernel
+        launches would cost more than they save. An explicit device is always
+        honoured.
 
     Returns
     -------
@@ -98,7 +115,9 @@ def resolve_device(device, *, param="device", strict=True):
         dev = device
     elif isinstance(device, str) and _DEVICE_PATTERN.match(device):
         if device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            small = size is not None and min_size is not None and size < min_size
+            use_cuda = torch.cuda.is_available() and not small
+            return torch.device("cuda" if use_cuda else "cpu")
         dev = torch.device(device)
     else:
         raise ValueError(
@@ -129,12 +148,32 @@ def resolve_device(device, *, param="device", strict=True):
             f"The '{param}' parameter is {str(device)!r}, but {problem}. "
             f"Use {param}='cpu' or {param}='auto'."
         )
-    warnings.warn(
-        f"{param}={str(device)!r} was requested, but {problem}; using the CPU.",
-        UserWarning,
-        stacklevel=3,
-    )
+    warn(f"{param}={str(device)!r} was requested, but {problem}; using the CPU.")
     return torch.device("cpu")
+
+
+def child_seeds(random_state, n=None):
+    """Draw independent integer seeds from ``random_state``.
+
+    The package's one way to derive seeds for sub-steps (a torch generator, a
+    k-means start, a member of a population): ``check_random_state`` then
+    ``randint(2**31 - 1)``, so an integer ``random_state`` gives the same seeds
+    on every call and a ``RandomState`` instance advances.
+
+    Parameters
+    ----------
+    random_state : int, RandomState instance or None
+    n : int, default=None
+        Number of seeds; None returns one int.
+
+    Returns
+    -------
+    int or list of int
+    """
+    rng = check_random_state(random_state)
+    if n is None:
+        return int(rng.randint(np.iinfo(np.int32).max))
+    return [int(s) for s in rng.randint(np.iinfo(np.int32).max, size=n)]
 
 
 def make_generator(random_state, device="cpu"):
@@ -156,7 +195,7 @@ def make_generator(random_state, device="cpu"):
     torch.Generator
     """
     torch = import_torch()
-    seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+    seed = child_seeds(random_state)
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     return generator
@@ -268,16 +307,77 @@ class TrainResult:
     converged: bool = False
 
 
-def _batch_bounds(n_samples, batch_size):
-    """Minibatch boundaries; a trailing batch of one sample joins the previous one.
+def batch_bounds(n_samples, batch_size):
+    """Minibatch boundaries ``[(start, stop), ...]`` covering ``range(n_samples)``.
 
-    Layers such as BatchNorm cannot train on a single sample, so no batch has
-    size one unless the whole data set does.
+    A trailing batch of one sample joins the previous one: layers such as
+    BatchNorm cannot train on a single sample, so no batch has size one unless
+    the whole data set does. ``len(batch_bounds(n, b))`` is the number of
+    optimiser steps per epoch of :func:`train_loop`.
+
+    Parameters
+    ----------
+    n_samples : int
+    batch_size : int
+
+    Returns
+    -------
+    list of (int, int)
     """
     bounds = list(range(0, n_samples, batch_size)) + [n_samples]
     if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1:
         del bounds[-2]
     return list(zip(bounds[:-1], bounds[1:]))
+
+
+def iter_batches(X, batch_size):
+    """Yield ``(start, stop, dense_rows)`` over the rows of ``X`` in order.
+
+    ``X`` may be a numpy array or a scipy sparse matrix; a sparse batch is
+    densified alone, so memory stays at one dense batch. At least one (possibly
+    empty) batch is yielded, so that a caller concatenating the outputs gets an
+    array of the right width for zero rows.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    batch_size : int
+
+    Yields
+    ------
+    start, stop : int
+    rows : ndarray of shape (stop - start, n_features)
+    """
+    import scipy.sparse as sp
+
+    n = X.shape[0]
+    for start in range(0, max(n, 1), batch_size):
+        stop = min(start + batch_size, n)
+        chunk = X[start:stop]
+        yield start, stop, chunk.toarray() if sp.issparse(chunk) else chunk
+
+
+def weighted_mean(losses, weights=None):
+    """Mean of per-sample ``losses`` under ``sample_weight`` scaled to mean one.
+
+    The package's one rule for weights in a minibatch loss: with ``weights``
+    the per-sample weights of the batch, divided beforehand by the mean weight
+    of the whole training set (see ``TorchMixin._sample_weight``), the batch
+    loss is ``sum(w * loss) / len(batch)``. Its expectation over batches is the
+    weighted objective, and integer weights act as repeated rows.
+
+    Parameters
+    ----------
+    losses : tensor of shape (batch,)
+    weights : tensor of shape (batch,) or None
+
+    Returns
+    -------
+    scalar tensor
+    """
+    if weights is None:
+        return losses.mean()
+    return (losses * weights).sum() / losses.shape[0]
 
 
 def train_loop(
@@ -295,6 +395,9 @@ def train_loop(
     shuffle=True,
     best_loss=None,
     estimator_name="estimator",
+    phase="training",
+    max_iter_param="max_iter",
+    warn_at_max_iter=True,
 ):
     """Run minibatch training epochs until the loss settles or ``max_iter``.
 
@@ -328,7 +431,16 @@ def train_loop(
         Best loss of previous training (``warm_start``), so that a continued fit
         counts improvement from where it stopped.
     estimator_name : str, default="estimator"
-        Name used in warnings and errors.
+        Name used in warnings, errors and the progress bar's label.
+    phase : str, default="training"
+        What this loop trains (e.g. ``"pretraining"``): labels the progress bar
+        and the warnings.
+    max_iter_param : str, default="max_iter"
+        The estimator parameter that sets ``max_iter``, named by the
+        ConvergenceWarning so that it tells the user what to change.
+    warn_at_max_iter : bool, default=True
+        Whether stopping at ``max_iter`` raises a ConvergenceWarning; False for
+        a fixed budget of epochs.
 
     Returns
     -------
@@ -337,19 +449,15 @@ def train_loop(
         was met.
     """
     torch = import_torch()
-    from tqdm.auto import tqdm
-
     if shuffle and generator is None:
         raise ValueError("train_loop needs a generator to shuffle the samples.")
-    bounds = _batch_bounds(n_samples, batch_size)
+    bounds = batch_bounds(n_samples, batch_size)
     best = math.inf if best_loss is None else float(best_loss)
     no_improvement = 0
     result = TrainResult(n_iter=0)
     order = torch.arange(n_samples, device=device)
-    progress = tqdm(
-        range(max_iter), desc=estimator_name, disable=verbose < 1, leave=False
-    )
-    for _ in progress:
+    bar = progress(range(max_iter), desc=f"{estimator_name}: {phase}", verbose=verbose)
+    for _ in bar:
         if shuffle:
             order = torch.randperm(n_samples, generator=generator).to(device)
         total = torch.zeros((), device=device)
@@ -363,12 +471,12 @@ def train_loop(
         epoch_loss = float(total) / n_samples
         if not math.isfinite(epoch_loss):
             raise ValueError(
-                f"{estimator_name}: the training loss became {epoch_loss} at epoch "
+                f"{estimator_name}: the {phase} loss became {epoch_loss} at epoch "
                 f"{result.n_iter + 1}. Scale the features or lower the learning rate."
             )
         result.n_iter += 1
         result.loss_curve.append(epoch_loss)
-        progress.set_postfix(loss=f"{epoch_loss:.4g}")
+        bar.set_postfix(loss=f"{epoch_loss:.4g}")
         if epoch_loss > best - tol:
             no_improvement += 1
         else:
@@ -377,16 +485,142 @@ def train_loop(
         if no_improvement >= n_iter_no_change:
             result.converged = True
             break
-    progress.close()
-    if not result.converged:
-        warnings.warn(
-            f"{estimator_name}: stopped at max_iter={max_iter} epochs before the loss "
-            f"settled (tol={tol}, n_iter_no_change={n_iter_no_change}). "
-            "Increase max_iter or tol.",
+    bar.close()
+    if warn_at_max_iter and not result.converged:
+        warn(
+            f"{estimator_name}: {phase} stopped at {max_iter_param}={max_iter} "
+            f"epochs before the loss settled (tol={tol}, n_iter_no_change="
+            f"{n_iter_no_change}). Increase {max_iter_param} or tol.",
             ConvergenceWarning,
-            stacklevel=2,
         )
     return result
+
+
+def lbfgs_minimize(
+    params,
+    loss_fn,
+    *,
+    max_iter,
+    tolerance_grad=1e-7,
+    tolerance_change=1e-9,
+    history_size=100,
+):
+    """Minimise ``loss_fn()`` over the tensors ``params`` with full-batch L-BFGS.
+
+    The package's one full-batch optimiser: torch's L-BFGS with a strong-Wolfe
+    line search, run for at most ``max_iter`` iterations from the current
+    values of ``params`` (updated in place).
+
+    Parameters
+    ----------
+    params : list of torch.Tensor
+        Leaf tensors with ``requires_grad=True``.
+    loss_fn : callable
+        ``loss_fn() -> scalar tensor``, the whole objective; it is re-evaluated
+        by the line search, so it must be a pure function of ``params``.
+    max_iter : int
+    tolerance_grad, tolerance_change : float
+        torch's stopping rules on the gradient's largest entry and on the
+        change of the loss or of the parameters.
+    history_size : int, default=100
+
+    Returns
+    -------
+    float
+        The final loss.
+    """
+    torch = import_torch()
+    optimizer = torch.optim.LBFGS(
+        params,
+        max_iter=max_iter,
+        line_search_fn="strong_wolfe",
+        tolerance_grad=tolerance_grad,
+        tolerance_change=tolerance_change,
+        history_size=history_size,
+    )
+
+    def closure():
+        optimizer.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        return loss
+
+    optimizer.step(closure)
+    with torch.no_grad():
+        return float(loss_fn())
+
+
+def _runnable_elsewhere():
+    """Runnable threads of other processes now, from /proc (Linux), or None."""
+    try:
+        with open("/proc/stat") as f:
+            running = next(
+                int(line.split()[1]) for line in f if line.startswith("procs_running")
+            )
+        ours = 0
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                # The state follows the parenthesised command name.
+                if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                    ours += 1
+    except (OSError, StopIteration, IndexError, ValueError):
+        return None
+    return max(running - max(ours, 1), 0)
+
+
+def available_cpus():
+    """CPUs this process may use that no other process is running on now.
+
+    The cores of the affinity mask (which containers and ``taskset`` restrict)
+    minus the threads of other processes that are runnable at this moment
+    (``procs_running`` of ``/proc/stat``, less this process's own running
+    threads); at least 1. Where /proc is not readable, the affinity mask alone.
+    """
+    try:
+        n_cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        n_cpus = os.cpu_count() or 1
+    others = _runnable_elsewhere()
+    if others is None:  # pragma: no cover - not Linux
+        return n_cpus
+    return max(1, n_cpus - others)
+
+
+@contextmanager
+def cpu_thread_limit(n_threads=None):
+    """Limit torch's CPU intra-op threads for the duration of a block.
+
+    The package's thread policy. torch's intra-op pool (OpenMP) busy-waits at
+    the end of each parallel region; when another process holds one of the
+    cores, a thread spins while its partner waits to be scheduled, and a
+    training step of many small operations slows 3-20x. Inside the block torch
+    uses ``min(torch.get_num_threads(), n_threads)`` threads, where
+    ``n_threads`` defaults to :func:`available_cpus` (the cores that no other
+    process is running on when the block starts); the previous setting is
+    restored on exit, so nothing changes for the caller. The limit only ever
+    lowers torch's own setting, so ``OMP_NUM_THREADS``, ``torch.set_num_threads``
+    and joblib's limits in its workers are respected.
+
+    Parameters
+    ----------
+    n_threads : int, default=None
+
+    Yields
+    ------
+    int
+        The number of threads in force inside the block.
+    """
+    torch = import_torch()
+    before = torch.get_num_threads()
+    wanted = available_cpus() if n_threads is None else int(n_threads)
+    inside = max(1, min(before, wanted))
+    if inside != before:
+        torch.set_num_threads(inside)
+    try:
+        yield inside
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 class ModuleState:
