@@ -62,16 +62,31 @@ def cmd_list(args):
     return 0
 
 
+DEMO_KEYS = ("data", "metric", "score", "baseline", "baseline_score")
+
+
 def run_demo(cls):
     """Run ``cls._demo()`` and time it.
 
-    ``_demo()`` fits the estimator on bundled or generated data and returns a dict
-    with keys ``data``, ``metric``, ``score``, ``baseline`` (a plain scikit-learn
-    estimator on the same data) and ``baseline_score``.
+    ``_demo()`` fits the estimator at its defaults on bundled or generated data
+    and returns a dict with keys ``data``, ``metric``, ``score``, ``baseline``
+    (the strongest plain scikit-learn estimator for that data, fitted on the
+    same data), ``baseline_score`` and ``greater_is_better`` (how to read the
+    metric). The result gains ``seconds`` and ``better`` (which of the two
+    scored better: the estimator's name, ``"baseline"`` or ``"tie"``).
     """
     start = time.perf_counter()
     result = dict(cls._demo())
     result["seconds"] = time.perf_counter() - start
+    missing = [k for k in (*DEMO_KEYS, "greater_is_better") if k not in result]
+    if missing:
+        raise KeyError(f"{cls.__name__}._demo() returned no {missing}.")
+    gap = float(result["score"]) - float(result["baseline_score"])
+    if not result["greater_is_better"]:
+        gap = -gap
+    result["better"] = (
+        "tie" if abs(gap) < 5e-4 else (cls.__name__ if gap > 0 else "baseline")
+    )
     return result
 
 
@@ -80,26 +95,42 @@ def cmd_demo(args):
     rows = []
     for name, cls in _select(args.name):
         r = run_demo(cls)
+        direction = "higher" if r["greater_is_better"] else "lower"
         rows.append(
             (
                 name,
                 r["data"],
-                r["metric"],
+                f"{r['metric']} ({direction} is better)",
                 f"{r['score']:.3f}",
                 r["baseline"],
                 f"{r['baseline_score']:.3f}",
+                "this method" if r["better"] == name else r["better"],
                 f"{r['seconds']:.1f}",
             )
         )
+        verdict = {
+            name: f"{name} is better",
+            "baseline": "the baseline is better",
+            "tie": "a tie",
+        }[r["better"]]
         print(
-            f"{name}: {r['metric']} {r['score']:.3f} "
-            f"(baseline {r['baseline']}: {r['baseline_score']:.3f})",
+            f"{name}: {r['metric']} {r['score']:.3f} vs {r['baseline_score']:.3f} "
+            f"for {r['baseline']} ({direction} is better: {verdict})",
             flush=True,
         )
     if not rows:
         print("No estimators are registered yet: nothing to demo.")
         return 0
-    header = ("estimator", "data", "metric", "score", "baseline", "baseline score", "s")
+    header = (
+        "estimator",
+        "data",
+        "metric",
+        "score",
+        "baseline",
+        "baseline score",
+        "better",
+        "s",
+    )
     print()
     print(_table(header, rows))
     return 0

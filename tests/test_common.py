@@ -8,6 +8,8 @@ through the same harness, so the harness itself is exercised before any method
 lands.
 """
 
+import inspect
+import io
 import os
 import pickle
 import subprocess
@@ -18,16 +20,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone, is_classifier, is_regressor
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import check_param_validation
+from sklearn.utils.validation import has_fit_parameter
 from toy_estimators import ToyTorchRegressor
 
+from sklearn_ext.__main__ import run_demo
+from sklearn_ext.base import TorchDeviceMixin
+from sklearn_ext.utils import skops_trusted_types
+from sklearn_ext.utils._messages import _INTERNAL_DIRS
 from sklearn_ext.utils._sklearn_compat import parametrize_with_checks
 from sklearn_ext.utils._testing import (
     METHOD_CONTRACT,
@@ -38,6 +46,7 @@ from sklearn_ext.utils._testing import (
     predictions,
     unregistered_estimators,
 )
+from sklearn_ext.utils._torch import ModuleState
 from sklearn_ext.utils.discovery import all_estimators
 
 TESTS_DIR = Path(__file__).parent
@@ -244,3 +253,203 @@ def test_bad_input_at_predict(estimator):
     X_before = X.copy()
     predictions(fitted, X)
     np.testing.assert_array_equal(X, X_before)
+
+
+# --- conventions users expect ----------------------------------------------------
+
+
+def _seeded(estimator):
+    """A clone with random_state fixed, so that two fits can be compared."""
+    est = clone(estimator)
+    if "random_state" in est.get_params():
+        est.set_params(random_state=0)
+    return est
+
+
+def _weights(n, seed=0):
+    return np.random.RandomState(seed).uniform(0.5, 2.0, size=n)
+
+
+def _takes_sample_weight(estimator):
+    return has_fit_parameter(estimator, "sample_weight")
+
+
+def _assert_same_predictions(a, b):
+    assert sorted(a) == sorted(b)
+    for method in a:
+        np.testing.assert_allclose(a[method], b[method], rtol=1e-7, err_msg=method)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_fit_target_is_y(estimator):
+    """``fit(X, y=...)``: the target is called y, as in scikit-learn."""
+    names = list(inspect.signature(type(estimator).fit).parameters)
+    assert names[1:3] == ["X", "y"], names
+    X, y = make_test_data(estimator)
+    expected = predictions(_seeded(estimator).fit(X, y), X)
+    _assert_same_predictions(predictions(_seeded(estimator).fit(X=X, y=y), X), expected)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_sample_weight_in_fit(estimator):
+    """sample_weight is accepted, or its absence is explained in the class."""
+    reason = getattr(type(estimator), "_no_sample_weight", None)
+    if reason is not None:
+        assert not _takes_sample_weight(estimator)
+        assert isinstance(reason, str) and len(reason) > 20, reason
+        return
+    assert _takes_sample_weight(estimator), (
+        f"{_id(estimator)}.fit takes no sample_weight and its class states no "
+        "_no_sample_weight reason"
+    )
+    names = list(inspect.signature(type(estimator).fit).parameters)
+    assert names[1:4] == ["X", "y", "sample_weight"], names
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_sample_weight_metadata_routing(estimator):
+    """Routed by set_fit_request through a Pipeline, weights act as passed directly."""
+    if not _takes_sample_weight(estimator):
+        pytest.skip("no sample_weight")
+    X, y = make_test_data(estimator)
+    w = _weights(len(X))
+    direct = predictions(_seeded(estimator).fit(X, y, sample_weight=w), X)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = Pipeline(
+            [
+                ("identity", FunctionTransformer()),
+                ("est", _seeded(estimator).set_fit_request(sample_weight=True)),
+            ]
+        )
+        pipe.fit(X, y, sample_weight=w)
+        routed = predictions(pipe[-1], X)
+    _assert_same_predictions(routed, direct)
+
+
+def _named(value, names, n_features, param):
+    """A column parameter's positions rewritten as column names."""
+    if param == "views" and all(isinstance(v, (int, np.integer)) for v in value):
+        edges = np.cumsum([0, *value])
+        return [names[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    if param == "views":
+        return [[names[i] for i in view] for view in value]
+    if isinstance(value, (int, np.integer)):
+        return names[value]
+    return type(value)(names[i] for i in value)
+
+
+COLUMN_PARAMS = ("task_column", "dyad_columns", "views")
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_dataframe_with_column_names(estimator):
+    """A DataFrame fits as its array does; column parameters take its names."""
+    pd = pytest.importorskip("pandas")
+    X, y = make_test_data(estimator)
+    names = [f"col_{i}" for i in range(X.shape[1])]
+    frame = pd.DataFrame(X, columns=names)
+    params = estimator.get_params()
+    named = {
+        p: _named(params[p], names, X.shape[1], p)
+        for p in COLUMN_PARAMS
+        if params.get(p) is not None
+    }
+    expected = predictions(_seeded(estimator).fit(X, y), X)
+    fitted = _seeded(estimator).set_params(**named).fit(frame, y)
+    assert list(fitted.feature_names_in_) == names
+    _assert_same_predictions(predictions(fitted, frame), expected)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_inputs_not_modified(estimator):
+    """fit and inference leave X, y and sample_weight untouched (read-only works)."""
+    X, y = make_test_data(estimator)
+    w = _weights(len(X)) if _takes_sample_weight(estimator) else None
+    originals = [a.copy() for a in (X, y, w) if a is not None]
+    for a in (X, y, w):
+        if a is not None:
+            a.setflags(write=False)
+    kwargs = {} if w is None else {"sample_weight": w}
+    fitted = clone(estimator).fit(X, y, **kwargs)
+    predictions(fitted, X)
+    for before, after in zip(originals, [a for a in (X, y, w) if a is not None]):
+        np.testing.assert_array_equal(after, before)
+
+
+def _internal(filename):
+    return os.path.abspath(filename).startswith(_INTERNAL_DIRS)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_warnings_point_at_the_callers_line(estimator):
+    """A fit stopped at max_iter=1 warns, and every warning names this file."""
+    params = estimator.get_params()
+    if "max_iter" not in params:
+        pytest.skip("no max_iter")
+    X, y = make_test_data(estimator)
+    est = clone(estimator).set_params(max_iter=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    if params.get("tol", 0) is not None:
+        assert any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    ours = [w for w in caught if _internal(w.filename)]
+    assert not ours, [(w.filename, w.lineno, str(w.message)) for w in ours]
+    if not isinstance(estimator, ToyTorchRegressor):  # the toy lives in tests/
+        for w in caught:
+            if issubclass(w.category, ConvergenceWarning):
+                assert w.filename == __file__, (w.filename, str(w.message))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, cls", REGISTERED, ids=[n for n, _ in REGISTERED])
+def test_demo_at_defaults_converges_and_reports(name, cls):
+    """The CLI demo fits at the defaults without a ConvergenceWarning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        result = run_demo(cls)
+    assert isinstance(result["greater_is_better"], bool)
+    assert np.isfinite(result["score"]) and np.isfinite(result["baseline_score"])
+    assert result["better"] in (name, "baseline", "tie")
+
+
+# --- persistence -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
+def test_skops_round_trip(estimator, tmp_path):
+    """skops.io loads a fitted estimator trusting only sklearn_ext's own types."""
+    sio = pytest.importorskip("skops.io")
+    X, y = make_test_data(estimator)
+    fitted = clone(estimator).fit(X, y)
+    path = tmp_path / "est.skops"
+    sio.dump(fitted, path)
+    trusted = skops_trusted_types()
+    if isinstance(estimator, ToyTorchRegressor):
+        trusted = [*trusted, "toy_estimators.ToyTorchRegressor"]
+    untrusted = set(sio.get_untrusted_types(file=path)) - set(trusted)
+    assert not untrusted, f"types outside sklearn_ext to trust: {sorted(untrusted)}"
+    loaded = sio.load(path, trusted=trusted)
+    expected = predictions(fitted, X)
+    got = predictions(loaded, X)
+    assert sorted(got) == sorted(expected)
+    for method, values in expected.items():
+        np.testing.assert_array_equal(got[method], values, err_msg=method)
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [e for e in ESTIMATORS if isinstance(e, TorchDeviceMixin)],
+    ids=_id,
+)
+def test_fitted_torch_state_loads_with_weights_only(estimator):
+    """Each pickled module is a CPU state dict that torch loads weights-only."""
+    import torch
+
+    X, y = make_test_data(estimator)
+    fitted = clone(estimator).fit(X, y)
+    states = [v for v in fitted.__getstate__().values() if isinstance(v, ModuleState)]
+    assert len(states) == sum(hasattr(fitted, a) for a in fitted._module_attributes)
+    for state in states:
+        tensors = torch.load(io.BytesIO(state.data), weights_only=True)
+        assert all(t.device.type == "cpu" for t in tensors.values())

@@ -18,7 +18,11 @@ from sklearn_ext.utils._sklearn_compat import InvalidParameterError
 from sklearn_ext.utils._torch import (
     ModuleState,
     batch_bounds,
+    child_seeds,
+    cpu_thread_limit,
     init_parameters,
+    iter_batches,
+    lbfgs_minimize,
     make_generator,
     module_from_bytes,
     module_to_bytes,
@@ -158,13 +162,6 @@ def test_to_numpy_returns_float64_copy():
     assert out.dtype == np.float64
     out[0] = 5
     assert t[0] == 1
-
-
-def test_fit_does_not_modify_readonly_input():
-    X, y = _data()
-    X.setflags(write=False)
-    y.setflags(write=False)
-    ToyTorchRegressor(max_iter=3, device="cpu", random_state=0).fit(X, y).predict(X)
 
 
 # --- training loop -------------------------------------------------------------
@@ -330,3 +327,246 @@ def test_is_torch_estimator():
 
     assert not is_torch_estimator(Ridge())
     assert issubclass(ToyTorchRegressor, TorchMixin)
+
+
+# --- the pieces methods used to write by hand ----------------------------------
+
+
+def test_child_seeds_are_reproducible_and_advance_a_random_state():
+    assert child_seeds(3, 4) == child_seeds(3, 4)
+    assert len(set(child_seeds(3, 50))) == 50
+    rng = np.random.RandomState(0)
+    assert child_seeds(rng) != child_seeds(rng)
+    assert isinstance(child_seeds(None), int)
+
+
+def test_iter_batches_densifies_sparse_rows_alike():
+    sp = pytest.importorskip("scipy.sparse")
+    X = np.random.RandomState(0).binomial(1, 0.2, size=(23, 5)).astype(float)
+    dense = list(iter_batches(X, 10))
+    sparse = list(iter_batches(sp.csr_matrix(X), 10))
+    assert [(a, b) for a, b, _ in dense] == [(0, 10), (10, 20), (20, 23)]
+    for (_, _, d), (_, _, s) in zip(dense, sparse):
+        assert isinstance(s, np.ndarray)
+        np.testing.assert_array_equal(d, s)
+    (empty,) = list(iter_batches(X[:0], 10))
+    assert empty[2].shape == (0, 5)
+
+
+def test_lbfgs_minimize_solves_a_least_squares_problem():
+    rng = np.random.RandomState(0)
+    A, b = rng.normal(size=(30, 4)), rng.normal(size=30)
+    At, bt = to_tensor(A, dtype=torch.float64), to_tensor(b, dtype=torch.float64)
+    x = torch.zeros(4, dtype=torch.float64, requires_grad=True)
+    loss = lbfgs_minimize(
+        [x],
+        lambda: ((At @ x - bt) ** 2).sum(),
+        max_iter=100,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-15,
+    )
+    exact = np.linalg.lstsq(A, b, rcond=None)[0]
+    np.testing.assert_allclose(x.detach().numpy(), exact, rtol=1e-6, atol=1e-8)
+    assert loss == pytest.approx(float(((A @ exact - b) ** 2).sum()), rel=1e-8)
+
+
+def test_sample_weight_of_three_acts_as_three_copies():
+    """Weighted least squares at conflicting rows: the weighted mean, as repeated."""
+    rng = np.random.RandomState(0)
+    X0 = rng.normal(size=(40, 2))
+    X = np.vstack([X0, X0])
+    y = np.r_[np.ones(40), -np.ones(40)]
+    w = np.r_[3 * np.ones(40), np.ones(40)]
+    X_rep, y_rep = np.vstack([X0, X0, X0, X0]), np.r_[np.ones(120), -np.ones(40)]
+    params = {"hidden": 16, "max_iter": 150, "tol": 0.0, "n_iter_no_change": 200}
+    params.update(learning_rate_init=1e-2, device="cpu")
+    weighted, repeated, plain = [], [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for seed in range(3):
+            est = ToyTorchRegressor(random_state=seed, **params)
+            weighted.append(est.fit(X, y, sample_weight=w).predict(X0).mean())
+            repeated.append(est.fit(X_rep, y_rep).predict(X0).mean())
+            plain.append(est.fit(X, y).predict(X0).mean())
+    # The optimum at each row is the weighted mean of its targets: 0.5 (3 vs 1).
+    assert np.allclose(weighted, 0.5, atol=0.1), weighted
+    assert np.allclose(repeated, 0.5, atol=0.1), repeated
+    assert np.allclose(plain, 0.0, atol=0.1), plain
+
+
+def test_sample_weight_is_checked():
+    X, y = _data()
+    est = ToyTorchRegressor(max_iter=2, device="cpu")
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        est.fit(X, y, sample_weight=-np.ones(len(X)))
+    with pytest.raises(ValueError, match="non-zero|sums to 0"):
+        est.fit(X, y, sample_weight=np.zeros(len(X)))
+    with pytest.raises(ValueError, match="shape|samples"):
+        est.fit(X, y, sample_weight=np.ones(len(X) + 1))
+
+
+def test_warm_start_refuses_a_changed_architecture_with_one_message():
+    X, y = _data()
+    est = ToyTorchRegressor(max_iter=2, warm_start=True, device="cpu", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+        module = est.module_
+        with pytest.raises(ValueError, match=r"hidden: 16 -> 8.*warm_start=False"):
+            est.set_params(hidden=8).fit(X, y)
+        assert est.module_ is module  # fitted state untouched
+        with pytest.raises(ValueError, match=r"n_features: 3 -> 2"):
+            est.set_params(hidden=16).fit(X[:, :2], y)
+
+
+def test_a_phase_trains_through_the_same_loop_with_its_own_budget(capsys):
+    """A pretraining phase: its own max_iter, its label, no warning, own curve."""
+    X, y = _data()
+    est = ToyTorchRegressor(max_iter=3, verbose=1, device="cpu", random_state=0)
+    est.n_features_in_, est.n_outputs_ = X.shape[1], 1
+    ctx = est._torch_context()
+    module = est._build_module("module_")
+    Xt, yt = to_tensor(X), to_tensor(y)
+
+    def batch_loss(idx):
+        return ((module(Xt[idx]).squeeze(1) - yt[idx]) ** 2).mean()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est._train(
+            {"module_": module},
+            batch_loss,
+            len(X),
+            ctx,
+            phase="pretraining",
+            max_iter=4,
+            max_iter_param="pretrain_iter",
+            fixed_epochs=True,
+        )
+    assert len(est.pretraining_loss_curve_) == 4
+    assert not hasattr(est, "loss_curve_") and not hasattr(est, "n_iter_")
+    assert "ToyTorchRegressor: pretraining" in capsys.readouterr().err
+
+
+def test_convergence_warning_names_the_phase_and_its_parameter():
+    X, y = _data()
+    est = ToyTorchRegressor(max_iter=2, device="cpu", random_state=0)
+    est.n_features_in_, est.n_outputs_ = X.shape[1], 1
+    module = est._build_module("module_")
+    Xt, yt = to_tensor(X), to_tensor(y)
+
+    def batch_loss(idx):
+        return ((module(Xt[idx]).squeeze(1) - yt[idx]) ** 2).mean()
+
+    with pytest.warns(
+        ConvergenceWarning, match="pretraining stopped at pretrain_iter=2"
+    ):
+        est._train(
+            {"module_": module},
+            batch_loss,
+            len(X),
+            est._torch_context(),
+            phase="pretraining",
+            max_iter=2,
+            max_iter_param="pretrain_iter",
+        )
+
+
+# --- threads -----------------------------------------------------------------------
+
+
+def test_thread_limit_lowers_and_restores(monkeypatch):
+    from sklearn_ext.utils import _torch as backend
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.setattr(backend, "available_cpus", lambda: 1)
+        with cpu_thread_limit() as n:
+            assert n == 1 and torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with cpu_thread_limit(8) as n:  # never raises torch's own setting
+            assert n == 2
+        with pytest.raises(RuntimeError):
+            with cpu_thread_limit(1):
+                raise RuntimeError
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_fit_and_predict_run_inside_the_thread_policy(monkeypatch):
+    from sklearn_ext.utils import _torch as backend
+
+    seen = []
+    original = ToyTorchRegressor._build_module
+
+    def probe(self, attr):
+        seen.append(torch.get_num_threads())
+        return original(self, attr)
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        monkeypatch.setattr(backend, "available_cpus", lambda: 1)
+        monkeypatch.setattr(ToyTorchRegressor, "_build_module", probe)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            ToyTorchRegressor(max_iter=1, device="cpu").fit(*_data())
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_available_cpus_counts_other_processes_running(monkeypatch):
+    from sklearn_ext.utils import _torch as backend
+
+    n = len(__import__("os").sched_getaffinity(0))
+    monkeypatch.setattr(backend, "_runnable_elsewhere", lambda: 0)
+    assert backend.available_cpus() == n
+    monkeypatch.setattr(backend, "_runnable_elsewhere", lambda: n + 5)
+    assert backend.available_cpus() == 1
+
+
+def test_runnable_elsewhere_sees_a_busy_process():
+    import subprocess as sp
+
+    from sklearn_ext.utils._torch import _runnable_elsewhere
+
+    busy = sp.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        import time
+
+        time.sleep(0.5)
+        counts = [_runnable_elsewhere() for _ in range(20)]
+    finally:
+        busy.kill()
+        busy.wait()
+    assert max(counts) >= 1
+
+
+# --- messages ------------------------------------------------------------------------
+
+
+def test_warn_names_the_first_frame_outside_the_package():
+    from sklearn_ext.utils._messages import warn
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn("probe", UserWarning)
+    assert caught[0].filename == __file__
+
+
+def test_fill_doc_refuses_an_unknown_entry():
+    from sklearn_ext.utils._docstrings import fill_doc
+
+    def f():
+        """Summary.
+
+        Parameters
+        ----------
+        %(no_such_parameter)s
+        """
+
+    with pytest.raises(KeyError, match="no_such_parameter"):
+        fill_doc(f)
