@@ -1,11 +1,12 @@
 """Shared helpers of the benchmark scripts: timing, memory, result tables."""
 
+import ctypes
+import gc
 import json
 import os
 import platform
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -15,41 +16,64 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def _rss_mb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def _status_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise OSError(f"no {field} in /proc/self/status")
+
+
+def _release_free_memory():
+    """Collect garbage and hand the allocator's free pages back to the system.
+
+    Without this, memory freed by an earlier call (a warm-up, the data
+    generation) stays resident and a later call reuses it without any growth
+    of the resident set: its peak would read as ~0.
+    """
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
+def peak_memory(fn):
+    """Run ``fn()``; return (peak resident MB above the level before, result).
+
+    The level before is the resident set after :func:`_release_free_memory`;
+    the peak is the kernel's high-water mark (``VmHWM``), reset just before the
+    call by writing 5 to ``/proc/self/clear_refs``, so that it sees every
+    allocation of numpy, torch, BLAS and solver libraries, however short-lived.
+    Benchmarks that compare solvers also run each in its own process, so that
+    one solver's libraries and caches are not charged to the next.
+    """
+    _release_free_memory()
+    base = _status_kb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    result = fn()
+    peak = _status_kb("VmHWM")
+    return max(peak - base, 0) / 1024, result
 
 
 def measure(fn, repeat=3, warmup=True):
-    """Run ``fn()`` ``repeat`` times; median seconds, peak RSS growth, last result.
+    """Run ``fn()`` ``repeat`` times; median seconds, peak memory, last result.
 
     One unmeasured warm-up call comes first (unless ``warmup=False``), so that
     one-off costs (lazy imports, allocator pools) do not land on whichever
-    candidate runs first. Memory is the
-    peak resident set size above the level before the call, sampled every 5 ms by
-    a thread: it sees numpy's and torch's allocations alike.
+    candidate runs first. Memory is :func:`peak_memory` of each call (the
+    high-water mark of the resident set above its level before the call, after
+    freed memory is returned to the system), the largest over the repeats.
     """
     if warmup:
         fn()
     times, peaks, result = [], [], None
     for _ in range(repeat):
-        base = _rss_mb()
-        peak = [base]
-        done = threading.Event()
-
-        def sample(peak=peak, done=done):
-            while not done.is_set():
-                peak[0] = max(peak[0], _rss_mb())
-                time.sleep(0.005)
-
-        watcher = threading.Thread(target=sample, daemon=True)
-        watcher.start()
         start = time.perf_counter()
-        result = fn()
+        peak, result = peak_memory(fn)
         times.append(time.perf_counter() - start)
-        done.set()
-        watcher.join()
-        peaks.append(max(peak[0], _rss_mb()) - base)
+        peaks.append(peak)
     return {"seconds": statistics.median(times), "peak_mb": max(peaks)}, result
 
 
