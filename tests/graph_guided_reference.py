@@ -3,18 +3,20 @@
 import numpy as np
 
 
-def cvxpy_optimum(model, X, y, solver="CLARABEL", **solver_kwargs):
+def cvxpy_optimum(model, X, y, solver="CLARABEL", sample_weight=None, **solver_kwargs):
     """Solve the fitted ``model``'s problem exactly; return (objective, W, B).
 
     Uses the model's tasks, edges, penalties and loss (squared or binary
-    logistic), so the value is directly comparable to ``model.objective(X, y)``.
+    logistic), so the value is directly comparable to ``model.objective(X, y,
+    sample_weight=sample_weight)``: with weights, the data term is the weighted
+    mean of the losses.
     """
     import cvxpy as cp
 
     c = model.task_column_index_
     feats = np.delete(np.arange(X.shape[1]), c)
     task = np.searchsorted(model.tasks_, X[:, c].astype(int))
-    T, d, n = len(model.tasks_), len(feats), X.shape[0]
+    T, d = len(model.tasks_), len(feats)
     W = cp.Variable((T, d))
     B = cp.Variable(T)
     data = 0
@@ -22,10 +24,15 @@ def cvxpy_optimum(model, X, y, solver="CLARABEL", **solver_kwargs):
         rows = task == t
         z = X[rows][:, feats] @ W[t] + (B[t] if model.fit_intercept else 0)
         if getattr(model, "_loss", "squared") == "squared":
-            data = data + 0.5 * cp.sum_squares(z - y[rows])
+            losses = 0.5 * cp.square(z - y[rows])
         else:
             yt = model._encode_targets(y[rows])
-            data = data + cp.sum(cp.logistic(z) - cp.multiply(yt, z))
+            losses = cp.logistic(z) - cp.multiply(yt, z)
+        if sample_weight is None:
+            data = data + cp.sum(losses)
+        else:
+            data = data + sample_weight[rows] @ losses
+    n = X.shape[0] if sample_weight is None else sample_weight.sum()
     objective = data / n
     src = np.searchsorted(model.tasks_, model.edges_[:, 0])
     dst = np.searchsorted(model.tasks_, model.edges_[:, 1])

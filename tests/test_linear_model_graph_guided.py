@@ -1,6 +1,7 @@
 """Graph-guided multi-task models: optimum, planted groups, tasks in X, bad input."""
 
-import warnings
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,17 +18,19 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
+from sklearn_ext.base import TorchDeviceMixin, is_torch_estimator, supports_gpu
 from sklearn_ext.datasets import make_graph_multitask
 from sklearn_ext.linear_model import GraphGuidedClassifier, GraphGuidedRegressor
-from sklearn_ext.linear_model._graph_guided import parse_graph
+from sklearn_ext.linear_model._graph_guided_ops import _NumpyOps, _TorchOps
 from sklearn_ext.linear_model._graph_guided_solver import (
     GraphProblem,
-    _NumpyOps,
     apply_edge_proxes,
+    objective,
     prox_edge,
     prox_graph,
     solve,
 )
+from sklearn_ext.linear_model._task_graph import parse_graph
 
 pytest.importorskip("cvxpy")
 
@@ -283,8 +286,9 @@ def test_same_random_state_same_fit_and_tol_stops_early(planted):
         random_state=0,
     ).fit(X, y)
     assert stopped.n_iter_ < 50000
-    with pytest.warns(ConvergenceWarning, match="max_iter=60"):
+    with pytest.warns(ConvergenceWarning, match="max_iter=60") as caught:
         GraphGuidedRegressor(task_column=0, max_iter=60, tol=1e-12).fit(X, y)
+    assert {w.filename for w in caught} == {__file__}  # the caller's line
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "softmax"])
@@ -302,7 +306,9 @@ def test_torch_backend_runs_the_same_iterations(loss):
         y, K = np.digitize(y, np.quantile(y, [0.33, 0.66])), 3
     task = X[:, 0].astype(np.intp)
     src, dst, w = parse_graph(data.adjacency, np.arange(6))
-    for solver in ("rip", "prox_sgd"):
+    weights = np.random.RandomState(1).randint(0, 4, size=len(y)).astype(float)
+    weights /= weights.mean()
+    for solver, sample_weight in [("rip", None), ("prox_sgd", None), ("rip", weights)]:
         problem = GraphProblem(
             X=X,
             features=slice(1, None),
@@ -316,6 +322,7 @@ def test_torch_backend_runs_the_same_iterations(loss):
             edge_weight=w,
             alpha=0.05,
             l1=0.01,
+            sample_weight=sample_weight,
         )
         results = [
             solve(
@@ -329,6 +336,10 @@ def test_torch_backend_runs_the_same_iterations(loss):
             for device in (None, torch.device("cpu"))
         ]
         np.testing.assert_allclose(results[0].W, results[1].W, rtol=1e-3, atol=1e-4)
+        ops = _TorchOps(problem, torch.device("cpu"))
+        W, B = results[0].W, results[0].B
+        value = objective(problem, ops.asarray(W), ops.asarray(B), ops)
+        np.testing.assert_allclose(value, objective(problem, W, B), rtol=1e-5)
 
 
 def test_prox_graph_l1_gives_exact_zeros_and_matches_cvxpy():
@@ -496,7 +507,7 @@ def test_bad_task_columns_and_unknown_tasks():
         GraphGuidedRegressor(task_column=3).fit(half, y)
     with pytest.raises(ValueError, match="at least 2 columns"):
         GraphGuidedRegressor(task_column=0).fit(X[:, 3:], y)
-    with pytest.raises(ValueError, match="names no column"):
+    with pytest.raises(ValueError, match="'task', but X has no column names"):
         GraphGuidedRegressor(task_column="task").fit(X, y)
     model = GraphGuidedRegressor(task_column=3, max_iter=50, tol=None).fit(X, y)
     unseen = X[:5].copy()
@@ -520,11 +531,245 @@ def test_one_class_is_a_clear_error():
         GraphGuidedClassifier().fit(X, np.zeros(20))
 
 
-def test_inputs_are_not_modified(planted):
-    X, y = planted.data.copy(), planted.target.copy()
-    X.setflags(write=False)
-    y.setflags(write=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        GraphGuidedRegressor(task_column=0, max_iter=100).fit(X, y).predict(X)
-    np.testing.assert_array_equal(X, planted.data)
+# --- sample weights ----------------------------------------------------------------
+
+
+def _mixture(classify, n_per_task=120, n_tasks=4, seed=0):
+    """Tasks whose rows follow one of two linear models (part A or B) at random.
+
+    Weighing part A up moves the optimum towards A's model, far beyond the
+    seed-to-seed spread of the stochastic fits.
+    """
+    rng = np.random.RandomState(seed)
+    task = np.repeat(np.arange(n_tasks), n_per_task)
+    X = rng.normal(size=(len(task), 3))
+    part_a = rng.rand(len(task)) < 0.5
+    w_a, w_b = np.array([1.5, -1.0, 0.5]), np.array([-0.5, 1.0, 1.5])
+    signal = np.where(part_a, X @ w_a, X @ w_b) + 0.1 * task
+    if classify:
+        y = (rng.rand(len(task)) < 1.0 / (1.0 + np.exp(-2.0 * signal))).astype(int)
+    else:
+        y = signal + 0.3 * rng.normal(size=len(task))
+    return np.column_stack([task, X]), y, part_a
+
+
+_WEIGHTED = {"alpha": 0.02, "graph": "chain", "task_column": 0, "tol": None}
+_MODELS = [GraphGuidedRegressor, GraphGuidedClassifier]
+
+
+def _coef(model):
+    return model.coef_.reshape(len(model.tasks_), -1)
+
+
+@pytest.mark.parametrize("cls", _MODELS)
+def test_integer_weights_are_repeated_rows_at_the_optimum(cls):
+    """Exact (deterministic) pieces: the objective and the cvxpy optimum."""
+    X, y, part_a = _mixture(cls is GraphGuidedClassifier)
+    rng = np.random.RandomState(1)
+    # Integers (zeros included) that favour part A, so that they move the optimum.
+    w = np.where(part_a, rng.randint(1, 4, len(y)), rng.randint(0, 2, len(y)))
+    X_rep, y_rep = np.repeat(X, w, axis=0), np.repeat(y, w)
+    model = cls(max_iter=1500, random_state=0, **_WEIGHTED).fit(X, y, sample_weight=w)
+    # The weighted objective is the objective of the repeated rows, exactly.
+    np.testing.assert_allclose(
+        model.objective(X, y, sample_weight=w),
+        model.objective(X_rep, y_rep),
+        rtol=1e-12,
+    )
+    f_star, W_star, _ = cvxpy_optimum(model, X, y, sample_weight=w.astype(float))
+    f_rep, W_rep, _ = cvxpy_optimum(model, X_rep, y_rep)
+    np.testing.assert_allclose(f_star, f_rep, rtol=1e-7)
+    np.testing.assert_allclose(W_star, W_rep, atol=1e-5)
+    # The weighted fit reaches the weighted optimum, not the unweighted one.
+    gap = (model.objective(X, y, sample_weight=w) - f_star) / f_star
+    assert -1e-6 <= gap < 0.02, gap
+    _, W_plain, _ = cvxpy_optimum(model, X, y)
+    W_fit = _coef(model)
+    assert np.linalg.norm(W_fit - W_star) < 0.3 * np.linalg.norm(W_plain - W_star)
+
+
+@pytest.mark.parametrize("cls", _MODELS)
+def test_weights_of_two_fit_like_duplicated_rows_over_seeds(cls):
+    """Weighted and duplicated fits differ no more than fits of two seeds do."""
+    X, y, part_a = _mixture(cls is GraphGuidedClassifier)
+    w = np.where(part_a, 2, 1)
+    # Shuffled, so that the duplicated rows are drawn by other random numbers.
+    perm = np.random.RandomState(0).permutation(w.sum())
+    X_dup, y_dup = np.repeat(X, w, axis=0)[perm], np.repeat(y, w)[perm]
+    seeds = range(4)
+    params = {"max_iter": 1000, **_WEIGHTED}
+    weighted = [
+        _coef(cls(random_state=s, **params).fit(X, y, sample_weight=w)) for s in seeds
+    ]
+    duplicated = [_coef(cls(random_state=s, **params).fit(X_dup, y_dup)) for s in seeds]
+    spread = np.mean(
+        [
+            np.linalg.norm(fits[i] - fits[j])
+            for fits in (weighted, duplicated)
+            for i in seeds
+            for j in seeds
+            if i < j
+        ]
+    )
+    cross = np.mean([np.linalg.norm(a - b) for a, b in zip(weighted, duplicated)])
+    assert cross < 1.5 * spread, (cross, spread)
+    mean_gap = np.linalg.norm(np.mean(weighted, 0) - np.mean(duplicated, 0))
+    assert mean_gap < spread, (mean_gap, spread)
+    # The weights matter: the unweighted fit lies far outside that spread.
+    plain = _coef(cls(random_state=0, **params).fit(X, y))
+    shift = np.linalg.norm(plain - np.mean(weighted, 0))
+    assert shift > 3 * spread, (shift, spread)
+
+
+@pytest.mark.parametrize("cls", _MODELS)
+def test_weights_draw_rows_as_repeated_rows_would_be(cls):
+    """With the repeated rows side by side, the fits agree draw for draw.
+
+    Zero weights remove rows (here the whole part B of every task), so that
+    fit equals the fit of part A alone and is far from the unweighted fit.
+    """
+    X, y, part_a = _mixture(cls is GraphGuidedClassifier)
+    params = {"max_iter": 400, "random_state": 0, **_WEIGHTED}
+    for w in (np.where(part_a, 3, 1), part_a.astype(int)):
+        weighted = cls(**params).fit(X, y, sample_weight=w)
+        repeated = cls(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+        np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-10)
+        np.testing.assert_allclose(weighted.intercept_, repeated.intercept_, atol=1e-10)
+    plain = cls(**params).fit(X, y)
+    assert np.abs(plain.coef_ - weighted.coef_).max() > 0.5
+
+
+def test_equal_weights_are_no_weights():
+    X, y, _ = _mixture(classify=False)
+    params = {"max_iter": 300, "random_state": 0, **_WEIGHTED}
+    plain = GraphGuidedRegressor(**params).fit(X, y)
+    for weights in (np.full(len(y), 3.0), [1] * len(y)):
+        fit = GraphGuidedRegressor(**params).fit(X, y, sample_weight=weights)
+        np.testing.assert_array_equal(fit.coef_, plain.coef_)
+    np.testing.assert_allclose(
+        plain.objective(X, y, sample_weight=np.full(len(y), 0.5)), plain.objective(X, y)
+    )
+
+
+def test_one_class_of_positive_weight_is_a_clear_error():
+    X, y, _ = _mixture(classify=True)
+    with pytest.raises(ValueError, match="positive weight of at least 2 classes"):
+        GraphGuidedClassifier(task_column=0).fit(X, y, sample_weight=y)
+
+
+# --- task labels ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_type", ["regression", "binary"])
+def test_string_task_labels_fit_as_their_integer_codes(task_type):
+    pd = pytest.importorskip("pandas")
+    data = make_graph_multitask(
+        n_tasks=6,
+        n_groups=2,
+        n_samples_per_task=40,
+        n_features=4,
+        task_type=task_type,
+        random_state=0,
+    )
+    X, y = data.data, data.target
+    cls = GraphGuidedRegressor if task_type == "regression" else GraphGuidedClassifier
+    names = np.array([f"site_{t}" for t in range(6)])  # sorted as the integers
+    frame = pd.DataFrame(X[:, 1:], columns=["a", "b", "c", "d"])
+    frame.insert(2, "site", names[X[:, 0].astype(int)])
+    params = {"alpha": 0.05, "max_iter": 300, "tol": None, "random_state": 0}
+    coded = cls(task_column=0, graph=data.adjacency, **params).fit(X, y)
+    named = cls(task_column="site", graph=data.adjacency, **params).fit(frame, y)
+    assert named.task_column_index_ == 2
+    assert named.tasks_.tolist() == names.tolist()
+    np.testing.assert_array_equal(named.edges_, names[coded.edges_])
+    np.testing.assert_allclose(named.coef_, coded.coef_, rtol=1e-12, atol=1e-15)
+    output = "predict" if task_type == "regression" else "decision_function"
+    np.testing.assert_allclose(
+        getattr(named, output)(frame), getattr(coded, output)(X), rtol=1e-12, atol=1e-12
+    )
+    # An object array, and edges listed by name, give the same fit.
+    edges = [(names[s], names[t]) for s, t in coded.edges_]
+    as_objects = frame.to_numpy(dtype=object)
+    listed = cls(task_column=2, graph=edges, **params).fit(as_objects, y)
+    np.testing.assert_allclose(listed.coef_, coded.coef_, rtol=1e-12, atol=1e-15)
+    # Tasks that fit did not see are named.
+    unseen = frame.iloc[:4].copy()
+    unseen.iloc[1, 2] = "site_9"
+    with pytest.raises(ValueError, match=r"task label\(s\) 'site_9' were not seen"):
+        named.predict(unseen)
+    with pytest.raises(ValueError, match=r"task label\(s\) 0, 1, .* not seen in fit"):
+        listed.predict(np.column_stack([X[:, 1:3], X[:, 0], X[:, 3:]]))
+    with pytest.raises(ValueError, match=r"task label\(s\) 'site_0', .* not seen"):
+        coded.predict(frame.to_numpy(dtype=object)[:, [2, 0, 1, 3, 4]])
+
+
+def test_bad_task_labels_are_named():
+    X = np.column_stack(
+        [np.array(["a", "b"] * 10, dtype=object), np.arange(20.0)]
+    ).astype(object)
+    y = np.arange(20.0)
+    mixed = X.copy()
+    mixed[3, 0] = 4
+    with pytest.raises(ValueError, match="mixes strings and numbers"):
+        GraphGuidedRegressor(task_column=0).fit(mixed, y)
+    missing = X.copy()
+    missing[3, 0] = None
+    with pytest.raises(ValueError, match="holds None, which is neither"):
+        GraphGuidedRegressor(task_column=0).fit(missing, y)
+    nan_feature = X.copy()
+    nan_feature[5, 1] = np.nan
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        GraphGuidedRegressor(task_column=0).fit(nan_feature, y)
+    text_feature = X.copy()
+    text_feature[5, 1] = "oops"
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        GraphGuidedRegressor(task_column=0).fit(text_feature, y)
+    with pytest.raises(ValueError, match="names task 'c', which is not among"):
+        GraphGuidedRegressor(task_column=0, graph=[("a", "c")]).fit(X, y)
+
+
+# --- backend -------------------------------------------------------------------------
+
+
+def test_backend_kind():
+    for cls in _MODELS:
+        assert issubclass(cls, TorchDeviceMixin) and cls._module_attributes == ()
+        assert supports_gpu(cls) and not is_torch_estimator(cls)
+
+
+def test_numpy_path_never_imports_torch():
+    code = (
+        "import sys, numpy as np;"
+        "from sklearn_ext.linear_model import GraphGuidedRegressor as G;"
+        "X = np.column_stack([np.arange(40) % 2, np.random.RandomState(0).rand(40)]);"
+        "fits = [G(task_column=0, device=d, max_iter=20, tol=None).fit(X, X[:, 1])"
+        " for d in ('auto', 'cpu')];"
+        "[f.predict(X) for f in fits];"
+        "print([f.device_ for f in fits], 'torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["['cpu',", "'cpu']", "False"]
+
+
+def test_missing_device_is_named():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    X, y = _opposite_tasks(40)
+    with pytest.raises(ValueError, match="'device' parameter is 'cuda'"):
+        GraphGuidedRegressor(device="cuda", max_iter=5).fit(X, y)
+
+
+def test_verbose_shows_a_labelled_progress_bar(capsys):
+    X, y = _opposite_tasks(40)
+    GraphGuidedRegressor(task_column=-1, max_iter=20, tol=None, verbose=1).fit(X, y)
+    GraphGuidedClassifier(
+        solver="rip", task_column=-1, max_iter=20, tol=None, verbose=1
+    ).fit(X, y > 0)
+    err = capsys.readouterr().err
+    assert "GraphGuidedRegressor: prox-SGD" in err
+    assert "GraphGuidedClassifier: RIP" in err
+    GraphGuidedRegressor(task_column=-1, max_iter=20, tol=None).fit(X, y)
+    assert capsys.readouterr().err == ""

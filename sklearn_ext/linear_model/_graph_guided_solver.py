@@ -2,13 +2,17 @@
 
 The problem, for tasks t = 1..T with weights W[t] (K x d) and intercepts B[t]::
 
-    F(W, B) = (1/n) sum_i loss(y_i, W[t_i] x_i + B[t_i])                 (data)
+    F(W, B) = (1/n) sum_i w_i loss(y_i, W[t_i] x_i + B[t_i])             (data)
               + (l2 / 2) sum_t ||W[t]||^2   or   l1 sum_t |W[t]|_1       (task term)
               + alpha sum_{e=(s,t)} a_e ||W[s] - W[t]||_F                (graph)
 
+with sample weights ``w_i`` of mean one (all ones without sample weights).
 Both solvers draw, at every iteration, ``batch_size`` samples from each task
-(uniformly within the task) and form the unbiased stochastic gradient of the data
-term, whose task-t block is ``(n_t / n) * mean of the drawn samples' gradients``.
+(within the task, with probability proportional to their weights: uniformly
+without weights) and form the unbiased stochastic gradient of the data term,
+whose task-t block is ``(W_t / n) * mean of the drawn samples' gradients`` with
+``W_t`` the total weight of task t (``n_t`` without weights). Weighted draws are
+the draws of the data with each row repeated ``w_i`` times, in distribution.
 They then apply a proximal step with step ``eta_t = eta0 / sqrt(t + 1)``:
 
 - ``rip`` (randomized incremental proximal method): the l1 prox (closed form,
@@ -20,7 +24,8 @@ They then apply a proximal step with step ``eta_t = eta0 / sqrt(t + 1)``:
   iteration's dual variables.
 
 Random draws come from a numpy generator in blocks of iterations, so the numpy
-(CPU) and torch (GPU) backends run the very same iterations.
+(CPU) and torch (GPU) backends of ``_graph_guided_ops.py`` run the very same
+iterations.
 """
 
 # Authors: The sklearn_ext developers
@@ -30,7 +35,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
+
+from sklearn_ext.linear_model._graph_guided_ops import _NumpyOps, _TorchOps
 
 __all__ = ["GraphProblem", "objective", "prox_edge", "prox_graph", "solve"]
 
@@ -55,6 +61,8 @@ class GraphProblem:
     l2: float = 0.0
     l1: float = 0.0
     fit_intercept: bool = True
+    # (n,) non-negative weights of mean one, or None (every sample weighs one)
+    sample_weight: object = None
     n_features: int = field(init=False)
 
     def __post_init__(self):
@@ -62,181 +70,13 @@ class GraphProblem:
         self.counts = np.bincount(self.task_index, minlength=self.n_tasks)
         self.order = np.argsort(self.task_index, kind="stable")
         self.starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
-        self.task_share = self.counts / self.task_index.shape[0]
-
-
-# --- backends ----------------------------------------------------------------
-
-
-class _NumpyOps:
-    name = "numpy"
-    dtype = np.float64
-
-    def __init__(self, problem=None):
-        """Array operations in numpy; with a problem, also its data and graph."""
-        if problem is None:
-            return
-        self._X, self._feats = problem.X, problem.features
-        self._y = problem.y
-        m, T = len(problem.src), problem.n_tasks
-        rows = np.repeat(np.arange(m), 2)
-        cols = np.column_stack([problem.src, problem.dst]).ravel()
-        vals = np.tile([1.0, -1.0], m)
-        self._D = sparse.csr_matrix((vals, (rows, cols)), shape=(m, T))
-        self._DT = self._D.T.tocsr()
-
-    def asarray(self, a, dtype=None):
-        return np.asarray(a, dtype=dtype or self.dtype)
-
-    def index(self, a):
-        return np.asarray(a, dtype=np.intp)
-
-    def features(self, rows):
-        """Feature rows: an index array, or a slice for a contiguous chunk."""
-        return self._X[rows][:, self._feats]
-
-    def targets(self, rows):
-        return self._y[rows]
-
-    def zeros(self, shape):
-        return np.zeros(shape, dtype=self.dtype)
-
-    def to_numpy(self, a):
-        return np.array(a, dtype=np.float64)
-
-    einsum = staticmethod(np.einsum)
-
-    @staticmethod
-    def sum_sq(a):
-        return float(np.vdot(a, a))
-
-    @staticmethod
-    def row_norms(a):
-        return np.sqrt(np.einsum("ij,ij->i", a, a))
-
-    @staticmethod
-    def soft_threshold(a, thr):
-        return np.sign(a) * np.maximum(np.abs(a) - thr, 0.0)
-
-    @staticmethod
-    def minimum(a, b):
-        return np.minimum(a, b)
-
-    @staticmethod
-    def logaddexp0(z):
-        return np.logaddexp(0.0, z)
-
-    @staticmethod
-    def sigmoid(z):
-        return 0.5 * (1.0 + np.tanh(0.5 * z))
-
-    @staticmethod
-    def logsumexp(z):
-        zmax = z.max(axis=-1, keepdims=True)
-        return np.log(np.exp(z - zmax).sum(axis=-1)) + zmax[..., 0]
-
-    @staticmethod
-    def softmax(z):
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
-
-    @staticmethod
-    def take_along(z, idx):
-        return np.take_along_axis(z, idx[..., None], axis=-1)[..., 0]
-
-    @staticmethod
-    def arange(n):
-        return np.arange(n)
-
-    def D(self, W):
-        return self._D @ W
-
-    def DT(self, Y):
-        return self._DT @ Y
-
-
-class _TorchOps:
-    name = "torch"
-
-    def __init__(self, problem, device):
-        from sklearn_ext.utils._torch import import_torch
-
-        self.torch = torch = import_torch()
-        self.device = device
-        self.dtype = torch.float32
-        # The features and targets go to the device once; iterations index there.
-        self._X = torch.zeros((problem.X.shape[0], problem.n_features), device=device)
-        for start in range(0, problem.X.shape[0], 65536):
-            chunk = problem.X[start : start + 65536][:, problem.features]
-            self._X[start : start + len(chunk)] = torch.tensor(chunk, dtype=self.dtype)
-        ydtype = torch.int64 if problem.loss == "softmax" else self.dtype
-        self._y = torch.tensor(problem.y, dtype=ydtype, device=device)
-        self._src = torch.as_tensor(problem.src, device=device)
-        self._dst = torch.as_tensor(problem.dst, device=device)
-        self._T = problem.n_tasks
-
-    def asarray(self, a, dtype=None):
-        return self.torch.tensor(
-            np.asarray(a), dtype=dtype or self.dtype, device=self.device
-        )
-
-    def index(self, a):
-        return self.torch.as_tensor(np.asarray(a, dtype=np.int64), device=self.device)
-
-    def features(self, rows):
-        return self._X[rows]
-
-    def targets(self, rows):
-        return self._y[rows]
-
-    def zeros(self, shape):
-        return self.torch.zeros(shape, dtype=self.dtype, device=self.device)
-
-    def to_numpy(self, a):
-        return a.detach().cpu().numpy().astype(np.float64)
-
-    def einsum(self, spec, *args):
-        return self.torch.einsum(spec, *args)
-
-    def sum_sq(self, a):
-        return float((a * a).sum())
-
-    def row_norms(self, a):
-        return self.torch.linalg.vector_norm(a, dim=1)
-
-    def soft_threshold(self, a, thr):
-        return self.torch.sign(a) * self.torch.clamp_min(a.abs() - thr, 0.0)
-
-    def minimum(self, a, b):
-        """Elementwise minimum of a float ``a`` and a tensor ``b``."""
-        return self.torch.clamp_max(b, a)
-
-    def logaddexp0(self, z):
-        return self.torch.nn.functional.softplus(z)
-
-    def sigmoid(self, z):
-        return self.torch.sigmoid(z)
-
-    def logsumexp(self, z):
-        return self.torch.logsumexp(z, dim=-1)
-
-    def softmax(self, z):
-        return self.torch.softmax(z, dim=-1)
-
-    def take_along(self, z, idx):
-        return self.torch.take_along_dim(z, idx[..., None], dim=-1)[..., 0]
-
-    def arange(self, n):
-        return self.torch.arange(n, device=self.device)
-
-    def D(self, W):
-        return W[self._src] - W[self._dst]
-
-    def DT(self, Y):
-        out = self.torch.zeros((self._T, *Y.shape[1:]), dtype=Y.dtype, device=Y.device)
-        out.index_add_(0, self._src, Y)
-        out.index_add_(0, self._dst, -Y)
-        return out
+        if self.sample_weight is None:
+            self.task_share = self.counts / self.task_index.shape[0]
+        else:
+            total = np.bincount(
+                self.task_index, weights=self.sample_weight, minlength=self.n_tasks
+            )
+            self.task_share = total / self.sample_weight.sum()
 
 
 # --- losses and objective ----------------------------------------------------
@@ -268,6 +108,8 @@ def _scores(ops, Xb, W, B, tb):
 def objective(problem, W, B, ops=None, chunk=65536):
     """Objective ``F(W, B)`` of the problem (float), in chunks of rows.
 
+    With sample weights, the data term is their weighted mean of the losses.
+
     Parameters
     ----------
     problem : GraphProblem
@@ -290,8 +132,10 @@ def objective(problem, W, B, ops=None, chunk=65536):
         tb = ops.index(problem.task_index[rows])
         Z = _scores(ops, ops.features(rows), W, B, tb)
         value, _ = _loss_and_residual(ops, problem.loss, Z, ops.targets(rows))
-        total += float(value.sum())
-    value = total / n
+        weights = ops.weights(rows)
+        total += float((value if weights is None else value * weights).sum())
+    weights = problem.sample_weight
+    value = total / (n if weights is None else float(weights.sum()))
     Wf = W.reshape(W.shape[0], -1)
     if problem.l2:
         value += 0.5 * problem.l2 * ops.sum_sq(Wf)
@@ -430,18 +274,28 @@ def step_size_auto(problem, batch_size):
     smoothness is ``(1 - 1/b) L_t + (1/b) max_i c ||x~_i||^2`` with ``L_t = c *
     lambda_max(X~_t' X~_t / n_t)`` (Gower et al., 2019); ``c`` is 1 for the
     squared loss, 1/4 logistic, 1/2 softmax, and ``x~`` includes the intercept's 1.
-    The l2 strength adds to every block.
+    With sample weights (rows drawn in proportion to them), ``X~_t' X~_t / n_t``
+    is their weighted mean of ``x~ x~'`` and the maximum runs over the rows of
+    positive weight. The l2 strength adds to every block.
     """
     X, feats, c = problem.X, problem.features, _CURVATURE[problem.loss]
     b = batch_size
     smooth = np.zeros(problem.n_tasks)
     for t in range(problem.n_tasks):
         rows = problem.order[problem.starts[t] : problem.starts[t] + problem.counts[t]]
+        if problem.sample_weight is not None:
+            w = problem.sample_weight[rows]
+            rows, w = rows[w > 0], w[w > 0]
+            if not len(rows):
+                continue  # a task of zero weight: its block of the gradient is 0
         Xt = X[rows][:, feats]
         if problem.fit_intercept:
             Xt = np.column_stack([Xt, np.ones(len(Xt))])
         max_sq = float(np.einsum("ij,ij->i", Xt, Xt).max())
-        lam = _top_eigenvalue(Xt) / len(Xt)
+        if problem.sample_weight is None:
+            lam = _top_eigenvalue(Xt) / len(Xt)
+        else:
+            lam = _top_eigenvalue(Xt * np.sqrt(w / w.sum())[:, None])
         smooth[t] = c * ((1.0 - 1.0 / b) * lam + max_sq / b)
     L = problem.task_share * smooth + problem.l2
     return 1.0 / max(float(L.max()), 1e-12)
@@ -507,70 +361,29 @@ def solve(
     W = ops.zeros((T, K, d)) if W0 is None else ops.asarray(W0)
     B = ops.zeros((T, K)) if B0 is None else ops.asarray(B0)
     W_avg, B_avg = W * 1.0, B * 1.0
-    src, dst = problem.src, problem.dst
-    radii = problem.alpha * problem.edge_weight
     share = ops.asarray(problem.task_share)[:, None, None] / b
-    if solver == "prox_sgd":
-        radii_ops = ops.asarray(radii)
-        Y_dual = ops.zeros((m, K * d))
-        D_norm2 = _laplacian_norm(problem) if m else 0.0
-        prev_eta = None
+    prox = _ProxStep(problem, ops, solver, edges_per_step, inner_max_iter, inner_tol)
+    draw_rows = _row_sampler(problem)
     check_every = max(50, math.ceil(problem.X.shape[0] / (T * b)))
     checkpoints = set(np.unique(np.geomspace(1, max_iter, 60).astype(int)).tolist())
     checkpoints |= {10**k for k in range(int(math.log10(max_iter)) + 1)} | {max_iter}
     curve = []
     best, stall, converged = math.inf, 0, False
-    counts, starts, order = problem.counts, problem.starts, problem.order
     block = max(1, min(1024, (1 << 20) // max(1, T * b)))
     tb = ops.index(np.repeat(np.arange(T), b))
     t = 0
     while t < max_iter and not converged:
         # Draw a block of iterations' samples and edges at once, on the CPU.
         n_block = min(block, max_iter - t)
-        u = rng.random_sample((n_block, T, b))
-        within = (u * counts[None, :, None]).astype(np.intp)
-        rows_block = ops.index(order[starts[None, :, None] + within])
+        rows_block = ops.index(draw_rows(rng.random_sample((n_block, T, b))))
         edges_block = rng.randint(m, size=(n_block, edges_per_step)) if m else None
         for j in range(n_block):
             eta = eta0 / math.sqrt(t + 1.0)
-            rows = rows_block[j].reshape(-1)
-            Xb = ops.features(rows)
-            _, R = _loss_and_residual(
-                ops, problem.loss, _scores(ops, Xb, W, B, tb), ops.targets(rows)
+            W, B = _gradient_step(
+                problem, ops, W, B, rows_block[j].reshape(-1), tb, share, eta
             )
-            R = R.reshape(T, b, K)
-            gW = ops.einsum("tbk,tbd->tkd", R, Xb.reshape(T, b, d)) * share
-            if problem.l2:
-                gW = gW + problem.l2 * W
-            W = W - eta * gW
-            if problem.fit_intercept:
-                B = B - eta * R.sum(1) * share[:, :, 0]
-            Wf = W.reshape(T, K * d)
-            if solver == "rip":
-                if problem.l1:
-                    Wf = ops.soft_threshold(Wf, eta * problem.l1)
-                if m:
-                    scale = eta * m / edges_per_step
-                    Wf = apply_edge_proxes(
-                        ops, Wf, edges_block[j], src, dst, scale * radii
-                    )
-            elif m:
-                if prev_eta is not None:  # rescale the warm start to the new radii
-                    Y_dual = Y_dual * (eta / prev_eta)
-                prev_eta = eta
-                Wf, Y_dual, _ = prox_graph(
-                    ops,
-                    Wf,
-                    eta * radii_ops,
-                    eta * problem.l1,
-                    Y_dual,
-                    D_norm2,
-                    max_iter=inner_max_iter,
-                    tol=inner_tol,
-                )
-            elif problem.l1:
-                Wf = ops.soft_threshold(Wf, eta * problem.l1)
-            W = Wf.reshape(T, K, d)
+            edges = None if edges_block is None else edges_block[j]
+            W = prox(W.reshape(T, K * d), eta, edges).reshape(T, K, d)
             t += 1
             if average or record_objective:
                 W_avg = W_avg + (W - W_avg) / t
@@ -597,6 +410,110 @@ def solve(
         converged=converged,
         curve=curve,
     )
+
+
+def _row_sampler(problem):
+    """``draw(u)``: rows of X for uniform draws ``u`` of shape (..., T, b).
+
+    Row ``k`` of task t is drawn with probability ``w_k / W_t`` (``1 / n_t``
+    without sample weights): ``u`` scaled to the task's total weight, located
+    in the cumulative weights of its rows. Rows of zero weight are never drawn.
+    """
+    counts, starts, order = problem.counts, problem.starts, problem.order
+    if problem.sample_weight is None:
+
+        def draw(u):
+            within = (u * counts[:, None]).astype(np.intp)
+            return order[starts[:, None] + within]
+
+        return draw
+
+    weights = problem.sample_weight[order]
+    cum = np.concatenate([[0.0], np.cumsum(weights)])
+    before = cum[starts]
+    total = cum[starts + counts] - before
+    # The last row of positive weight of each task (its first row if none):
+    # where a draw that rounds up to the task's end lands.
+    positive = np.where(weights > 0, np.arange(len(weights)), -1)
+    last = np.maximum(np.maximum.reduceat(positive, starts), starts)
+
+    def draw(u):
+        pos = np.searchsorted(cum[1:], before[:, None] + u * total[:, None], "right")
+        return order[np.clip(pos, starts[:, None], last[:, None])]
+
+    return draw
+
+
+def _gradient_step(problem, ops, W, B, rows, tb, share, eta):
+    """The stochastic gradient step of one iteration on the drawn ``rows``."""
+    T, K, d = W.shape
+    Xb = ops.features(rows)
+    _, R = _loss_and_residual(
+        ops, problem.loss, _scores(ops, Xb, W, B, tb), ops.targets(rows)
+    )
+    R = R.reshape(T, -1, K)
+    gW = ops.einsum("tbk,tbd->tkd", R, Xb.reshape(T, -1, d)) * share
+    if problem.l2:
+        gW = gW + problem.l2 * W
+    W = W - eta * gW
+    if problem.fit_intercept:
+        B = B - eta * R.sum(1) * share[:, :, 0]
+    return W, B
+
+
+class _ProxStep:
+    """The proximal step of one iteration of ``"rip"`` or ``"prox_sgd"``.
+
+    It keeps the solver's state between iterations: the dual variables that
+    warm-start the prox of ``"prox_sgd"``.
+    """
+
+    def __init__(self, problem, ops, solver, edges_per_step, inner_max_iter, tol):
+        self.problem, self.ops, self.solver = problem, ops, solver
+        self.edges_per_step = edges_per_step
+        self.inner_max_iter, self.inner_tol = inner_max_iter, tol
+        self.radii = problem.alpha * problem.edge_weight
+        m = len(problem.src)
+        if solver == "prox_sgd":
+            K, d = problem.n_outputs, problem.n_features
+            self.radii_ops = ops.asarray(self.radii)
+            self.Y_dual = ops.zeros((m, K * d))
+            self.D_norm2 = _laplacian_norm(problem) if m else 0.0
+            self.prev_eta = None
+
+    def __call__(self, Wf, eta, edges):
+        """Prox at the flat weights ``Wf`` (T, K * d) with step ``eta``.
+
+        ``edges`` are the edges drawn for this iteration (used by ``"rip"``).
+        """
+        problem, ops = self.problem, self.ops
+        m = len(problem.src)
+        if self.solver == "rip":
+            if problem.l1:
+                Wf = ops.soft_threshold(Wf, eta * problem.l1)
+            if m:
+                scale = eta * m / self.edges_per_step
+                Wf = apply_edge_proxes(
+                    ops, Wf, edges, problem.src, problem.dst, scale * self.radii
+                )
+            return Wf
+        if m:
+            if self.prev_eta is not None:  # rescale the warm start to the new radii
+                self.Y_dual = self.Y_dual * (eta / self.prev_eta)
+            self.prev_eta = eta
+            Wf, self.Y_dual, _ = prox_graph(
+                ops,
+                Wf,
+                eta * self.radii_ops,
+                eta * problem.l1,
+                self.Y_dual,
+                self.D_norm2,
+                max_iter=self.inner_max_iter,
+                tol=self.inner_tol,
+            )
+        elif problem.l1:
+            Wf = ops.soft_threshold(Wf, eta * problem.l1)
+        return Wf
 
 
 def _laplacian_norm(problem):
