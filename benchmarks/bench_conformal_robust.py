@@ -52,7 +52,7 @@ from sklearn_ext.robust_optimization._bounds import (
     binomial_upper_bound,
     hoeffding_bentkus_upper_bound,
 )
-from sklearn_ext.robust_optimization._conformal import _normalised_regret
+from sklearn_ext.robust_optimization._frontier import normalised_regret
 
 GRID = ShortestPathProblem((5, 5))
 DELTA, ALPHA = 0.1, 0.1
@@ -73,7 +73,7 @@ def _true_frontier(model, X, C):
     for r in model.levels_:
         mis.append(np.mean(scores > r))
         paths = GRID.solve_robust(center, r * scale, model.norm)
-        reg.append(_normalised_regret(GRID, C, paths, best_worst).mean())
+        reg.append(normalised_regret(GRID, C, paths, best_worst).mean())
     return np.array(mis), np.array(reg)
 
 
@@ -110,7 +110,7 @@ def _box_policy(model, half, X_test, C_test, best_worst):
     center = model.estimator_.predict(X_test)
     paths = GRID.solve_robust(center, np.broadcast_to(half, center.shape), "linf")
     covered = np.all(np.abs(C_test - center) <= half, axis=1)
-    regret = _normalised_regret(GRID, C_test, paths, best_worst).mean()
+    regret = normalised_regret(GRID, C_test, paths, best_worst).mean()
     return 1 - covered.mean(), regret
 
 
@@ -169,7 +169,7 @@ def validity_and_usefulness(degree, n_reps, n_test, n_cal):
         picked["conformal_l2"].append(
             (
                 np.mean(test_scores > radius),
-                _normalised_regret(GRID, C_test, paths, best_worst).mean(),
+                normalised_regret(GRID, C_test, paths, best_worst).mean(),
             )
         )
     slack = DELTA + 3 * np.sqrt(DELTA * (1 - DELTA) / n_reps)

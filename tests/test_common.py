@@ -36,7 +36,7 @@ from sklearn_ext.__main__ import run_demo
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.utils import skops_trusted_types
 from sklearn_ext.utils._messages import _INTERNAL_DIRS
-from sklearn_ext.utils._sklearn_compat import parametrize_with_checks
+from sklearn_ext.utils._sklearn_compat import BaseSearchCV, parametrize_with_checks
 from sklearn_ext.utils._testing import (
     METHOD_CONTRACT,
     estimators_to_check,
@@ -270,6 +270,11 @@ def _weights(n, seed=0):
     return np.random.RandomState(seed).uniform(0.5, 2.0, size=n)
 
 
+def _is_router(estimator):
+    """A search object: fit(X, y, **params) routes metadata to its estimator."""
+    return isinstance(estimator, BaseSearchCV)
+
+
 def _takes_sample_weight(estimator):
     return has_fit_parameter(estimator, "sample_weight")
 
@@ -297,6 +302,13 @@ def test_sample_weight_in_fit(estimator):
     if reason is not None:
         assert not _takes_sample_weight(estimator)
         assert isinstance(reason, str) and len(reason) > 20, reason
+        return
+    if _is_router(estimator):
+        # Routed like scikit-learn's searches; tested in the method's own file.
+        kinds = [
+            p.kind for p in inspect.signature(type(estimator).fit).parameters.values()
+        ]
+        assert inspect.Parameter.VAR_KEYWORD in kinds
         return
     assert _takes_sample_weight(estimator), (
         f"{_id(estimator)}.fit takes no sample_weight and its class states no "

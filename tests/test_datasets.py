@@ -232,3 +232,30 @@ def test_multiview_blobs_error_correlation_psd_edges(n_views):
 def test_multiview_blobs_view_error_bad_inputs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_multiview_blobs(10, view_sizes=(2, 2, 2), **kwargs)
+
+
+def test_importing_datasets_loads_no_family_and_no_torch():
+    """datasets sits below every family: importing it must not pull one in."""
+    import subprocess
+    import sys
+
+    families = [
+        "cluster",
+        "linear_model",
+        "model_selection",
+        "multilabel",
+        "network",
+        "robust_optimization",
+    ]
+    code = (
+        "import sys, sklearn_ext.datasets\n"
+        "from sklearn_ext.datasets import make_shortest_path\n"
+        "make_shortest_path(5, random_state=0)\n"
+        f"bad = [m for m in sys.modules if m == 'torch' or m.split('.')[:2] in "
+        f"[['sklearn_ext', f] for f in {families!r}]]\n"
+        "print(sorted(bad))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout

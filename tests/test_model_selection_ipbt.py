@@ -24,7 +24,7 @@ from sklearn_ext.model_selection._incremental import (
     shrink_perturb,
     train,
 )
-from sklearn_ext.model_selection._ipbt import _progress_stalled
+from sklearn_ext.model_selection._population import _progress_stalled
 from sklearn_ext.model_selection._search_space import SearchSpace
 from sklearn_ext.model_selection._toy import _PBTToyProblem
 
@@ -351,7 +351,6 @@ def test_plain_pbt_never_restarts():
 
 def test_sgd_on_digits_results_and_delegation(digits):
     X, y = digits
-    X_before = X.copy()
     search = _sgd_search(cv=3).fit(X, y)
     assert search.n_splits_ == 3 and "split2_score" in search.history_
     h = search.history_
@@ -365,7 +364,6 @@ def test_sgd_on_digits_results_and_delegation(digits):
     # the refit model reads like the estimator given: its own max_iter, no warm start
     assert search.best_estimator_.max_iter == 1000
     assert not search.best_estimator_.warm_start
-    np.testing.assert_array_equal(X, X_before)
     no_refit = _sgd_search(refit=False).fit(X, y)
     assert not hasattr(no_refit, "best_estimator_")
     with pytest.raises(AttributeError):
@@ -431,8 +429,10 @@ def test_failing_members_get_error_score_and_total_failure_raises(digits):
         budget=16,
         random_state=0,
     )
-    with pytest.warns(FitFailedWarning, match="hidden_layer_sizes"):
+    with pytest.warns(FitFailedWarning, match="hidden_layer_sizes") as record:
         search.fit(X, y)
+    # the warning names the user's line, not the library's
+    assert {w.filename for w in record if w.category is FitFailedWarning} == {__file__}
     scores = search.history_["score"]
     assert np.isnan(scores).any() and np.isfinite(search.best_score_)
     bad = IPBTSearchCV(
@@ -458,6 +458,125 @@ def test_sample_weight_is_split_with_the_data(digits):
         random_state=0,
     ).fit(X, y, sample_weight=weights)
     assert (search.best_estimator_.class_count_[0]) == 0
+
+
+def test_sample_weight_reaches_members_scorer_and_refit(digits):
+    """Weights are split per training and validation split, like sklearn's searches.
+
+    Each member's fit sees the training part of the weights and the scorer the
+    validation part: the recorded score is the weighted validation accuracy of
+    a model fitted with the weighted training part.
+    """
+    from sklearn.metrics import accuracy_score
+
+    X, y = digits
+    rng = np.random.RandomState(0)
+    weights = rng.randint(0, 4, size=len(y)).astype(float)
+    split = (np.arange(0, 450), np.arange(450, 600))
+    search = IPBTSearchCV(
+        GaussianNB(),
+        {"var_smoothing": [1e-2]},
+        population_size=2,
+        budget=2,
+        cv=[split],
+        random_state=0,
+    ).fit(X, y, sample_weight=weights)
+    tr, te = split
+    member = GaussianNB(var_smoothing=1e-2).fit(X[tr], y[tr], sample_weight=weights[tr])
+    expected = accuracy_score(y[te], member.predict(X[te]), sample_weight=weights[te])
+    unweighted = accuracy_score(y[te], member.predict(X[te]))
+    assert expected != unweighted  # the weights matter for this split
+    np.testing.assert_allclose(search.history_["score"], expected)
+    refit = GaussianNB(var_smoothing=1e-2).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(search.best_estimator_.theta_, refit.theta_)
+
+
+def test_sample_weight_with_metadata_routing(digits):
+    """With routing enabled the member must request the weights, as in GridSearchCV."""
+    import sklearn
+    from sklearn.exceptions import UnsetMetadataPassedError
+    from sklearn.pipeline import Pipeline
+
+    X, y = digits
+    weights = np.where(y == 0, 0.0, 1.0) + np.arange(len(y)) % 3
+    plain = _sgd_search(budget=8).fit(X, y, sample_weight=weights)
+    unweighted = _sgd_search(budget=8).fit(X, y)
+    assert not np.array_equal(plain.history_["score"], unweighted.history_["score"])
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = _sgd_search(budget=8)
+        # the fit and the (default, passthrough) scorer both take the weights,
+        # as they do without routing
+        routed.estimator.set_fit_request(sample_weight=True)
+        routed.estimator.set_score_request(sample_weight=True)
+        routed.fit(X, y, sample_weight=weights)
+        np.testing.assert_array_equal(routed.history_["score"], plain.history_["score"])
+        np.testing.assert_array_equal(
+            routed.best_estimator_.coef_, plain.best_estimator_.coef_
+        )
+        # in a pipeline, through the search's router
+        piped = Pipeline(
+            [
+                ("scale", StandardScaler().set_fit_request(sample_weight=False)),
+                ("search", clone(routed)),
+            ]
+        ).fit(X, y, sample_weight=weights)
+        direct = clone(routed).fit(
+            StandardScaler().fit_transform(X), y, sample_weight=weights
+        )
+        np.testing.assert_array_equal(
+            piped[-1].history_["score"], direct.history_["score"]
+        )
+        # partial_fit members are asked through set_partial_fit_request
+        nb = IPBTSearchCV(
+            GaussianNB()
+            .set_partial_fit_request(sample_weight=True)
+            .set_score_request(sample_weight=False),
+            {"var_smoothing": [1e-9]},
+            population_size=2,
+            budget=2,
+            random_state=0,
+        ).fit(X, y, sample_weight=np.where(y == 0, 0.0, 1.0))
+        assert nb.best_estimator_.class_count_[0] == 0
+        with pytest.raises(UnsetMetadataPassedError, match="sample_weight"):
+            _sgd_search(budget=8).fit(X, y, sample_weight=weights)
+
+
+def test_members_expected_convergence_warnings_are_silenced(digits):
+    """1-epoch warm-start intervals end at max_iter by design: no warning spam."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = digits
+    search = IPBTSearchCV(
+        MLPClassifier((8,), solver="sgd", random_state=0),
+        {"learning_rate_init": loguniform(1e-3, 1e-1)},
+        population_size=2,
+        budget=2 * 6,
+        ready_interval=1,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        search.fit(X, y)
+    assert search.n_steps_ == 12 and len(search.ready_intervals_) >= 1
+
+
+def test_verbose_shows_a_labelled_bar_and_prints_no_lines(capsys):
+    search = IPBTSearchCV(
+        _Plateau(),
+        {"rate": uniform(0.5, 0.5)},
+        population_size=4,
+        budget=4 * 60,
+        ready_interval=1,
+        patience=2,
+        random_state=0,
+        verbose=1,
+    ).fit(TOY_X)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "IPBTSearchCV: steps per member" in err and "IPBTSearchCV: refit" in err
+    assert f"restarts={search.n_restarts_}" in err and "best=" in err
+    search.set_params(verbose=0).fit(TOY_X)
+    assert capsys.readouterr() == ("", "")
 
 
 def test_parallel_workers_train_large_weights_in_place(digits):
@@ -526,10 +645,11 @@ def test_all_nan_scores_warn():
     def nan_scorer(estimator, X, y):
         return np.nan
 
-    with pytest.warns(UserWarning, match="Every member scored NaN"):
+    with pytest.warns(UserWarning, match="Every member scored NaN") as record:
         _sgd_search(budget=8, scoring=nan_scorer, refit=False).fit(
             *make_classification(60, 4, random_state=0)
         )
+    assert record[0].filename == __file__
 
 
 class _DivergesOnMoreData(_PBTToyProblem):

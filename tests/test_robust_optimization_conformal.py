@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scipy.stats import binom
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV
+from sklearn.tree import DecisionTreeRegressor
 
 from sklearn_ext.datasets import make_shortest_path
 from sklearn_ext.robust_optimization import (
@@ -24,7 +25,7 @@ from sklearn_ext.robust_optimization._bounds import (
     hoeffding_bentkus_upper_bound,
     min_calibration_size,
 )
-from sklearn_ext.robust_optimization._conformal import _normalised_regret
+from sklearn_ext.robust_optimization._frontier import normalised_regret
 from sklearn_ext.utils._sklearn_compat import InvalidParameterError
 
 GRID = ShortestPathProblem((5, 5))
@@ -149,7 +150,7 @@ def _true_frontier(model, X, C):
     best_worst = GRID.cost_range(C)
     reg = np.array(
         [
-            _normalised_regret(
+            normalised_regret(
                 GRID, C, GRID.solve_robust(center, r * scale, model.norm), best_worst
             ).mean()
             for r in model.levels_
@@ -239,7 +240,7 @@ def test_predict_returns_robust_paths_and_score_is_negative_regret(shortest_path
     center, half = model.predict_set(X_test[:500])
     np.testing.assert_array_equal(paths, GRID.solve_robust(center, half, "l2"))
     assert set(np.unique(paths)) <= {0.0, 1.0}
-    regret = _normalised_regret(GRID, C_test[:500], paths)
+    regret = normalised_regret(GRID, C_test[:500], paths)
     assert model.score(X_test[:500], C_test[:500]) == pytest.approx(-regret.mean())
     # The robust level changes decisions: it is not the nominal policy.
     nominal = GRID.solve(center)
@@ -258,7 +259,7 @@ def test_certified_level_beats_a_priori_bonferroni_box(shortest_path_fit):
     half = np.quantile(resid, min(level, 1.0), axis=0, method="higher")
     center = model.estimator_.predict(X_test)
     box = GRID.solve_robust(center, np.broadcast_to(half, center.shape), "linf")
-    box_regret = _normalised_regret(GRID, C_test, box).mean()
+    box_regret = normalised_regret(GRID, C_test, box).mean()
     model.select(max_miscoverage=alpha)
     ours = -model.score(X_test, C_test)
     assert ours <= box_regret + 2e-3
@@ -424,12 +425,123 @@ def test_non_finite_inputs(small_data, bad):
         _small().fit(X, C).score(X, C_bad)
 
 
-def test_inputs_are_not_modified(small_data):
+def test_calibrate_leaves_its_inputs_alone(small_data):
+    # fit, predict and score are covered by the common harness; calibrate is ours
     X, C = small_data
     X_ro, C_ro = X.copy(), C.copy()
     X_ro.flags.writeable = C_ro.flags.writeable = False
-    model = _small().fit(X_ro, C_ro)
-    model.predict(X_ro)
-    model.calibrate(X_ro, C_ro)
+    _small().fit(X, C).calibrate(X_ro, C_ro)
     np.testing.assert_array_equal(X_ro, X)
     np.testing.assert_array_equal(C_ro, C)
+
+
+# ------------------------------------------------------------ sample_weight
+
+
+def _split(model, n_samples):
+    """The training and calibration indices that fit draws."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.utils import check_random_state
+
+    _, n_cal = model._split_sizes(n_samples)
+    return train_test_split(
+        np.arange(n_samples),
+        test_size=n_cal,
+        random_state=check_random_state(model.random_state),
+    )
+
+
+def test_sample_weight_acts_on_the_training_part_only(small_data):
+    X, C = small_data
+    rng = np.random.RandomState(0)
+    train, cal = _split(_small(), len(X))
+    w = np.ones(len(X))
+    w[train] = rng.randint(0, 4, size=train.size)
+    weighted = _small().fit(X, C, sample_weight=w)
+    # the model is the estimator fitted with the training weights; integer
+    # weights act as repeated training rows
+    reference = Ridge().fit(X[train], C[train], sample_weight=w[train])
+    np.testing.assert_allclose(weighted.estimator_.coef_, reference.coef_)
+    repeated = Ridge().fit(
+        np.repeat(X[train], w[train].astype(int), axis=0),
+        np.repeat(C[train], w[train].astype(int), axis=0),
+    )
+    np.testing.assert_allclose(weighted.estimator_.coef_, repeated.coef_, rtol=1e-8)
+    # the constant scale is the weighted RMS of the cross-validated residuals
+    from sklearn.model_selection import KFold
+
+    Xt, Ct, wt = X[train], C[train], w[train]
+    oof = np.zeros_like(Ct)
+    for tr, te in KFold(3).split(Xt):
+        oof[te] = Ridge().fit(Xt[tr], Ct[tr], sample_weight=wt[tr]).predict(Xt[te])
+    np.testing.assert_allclose(
+        weighted.scale_, np.sqrt(np.average((Ct - oof) ** 2, axis=0, weights=wt))
+    )
+    unweighted = _small().fit(X, C)
+    assert not np.allclose(weighted.estimator_.coef_, unweighted.estimator_.coef_)
+    # the calibration part is never weighted: weights there change nothing
+    w_cal = np.ones(len(X))
+    w_cal[cal] = rng.uniform(0, 5, size=cal.size)
+    cal_weighted = _small().fit(X, C, sample_weight=w_cal)
+    for key, value in unweighted.frontier_.items():
+        np.testing.assert_array_equal(cal_weighted.frontier_[key], value)
+    np.testing.assert_array_equal(
+        cal_weighted.estimator_.coef_, unweighted.estimator_.coef_
+    )
+
+
+def test_sample_weight_reaches_a_scale_regressor_that_accepts_it(small_data):
+    from sklearn.neighbors import KNeighborsRegressor
+
+    X, C = small_data
+    train, _ = _split(_small(), len(X))
+    w = np.ones(len(X))
+    w[train[: train.size // 2]] = 0.0
+    tree = DecisionTreeRegressor(max_depth=2, random_state=0)
+    a = _small(scale=tree).fit(X, C, sample_weight=w)
+    b = _small(scale=tree).fit(X, C)
+    assert not np.allclose(a._scale(X), b._scale(X))
+    # a scale regressor without sample_weight is fitted unweighted
+    _small(scale=KNeighborsRegressor(5)).fit(X, C, sample_weight=w)
+
+
+def test_sample_weight_errors(small_data):
+    from sklearn.neighbors import KNeighborsRegressor
+
+    X, C = small_data
+    with pytest.raises(ValueError, match="does not accept sample_weight"):
+        ConformalRobustOptimizer(KNeighborsRegressor(), GRID, levels=5).fit(
+            X, C, sample_weight=np.ones(len(X))
+        )
+    train, _ = _split(_small(), len(X))
+    w = np.ones(len(X))
+    w[train] = 0.0
+    with pytest.raises(ValueError, match="zero on every sample of the training"):
+        _small().fit(X, C, sample_weight=w)
+
+
+def test_sample_weight_through_metadata_routing(small_data):
+    import sklearn
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, C = small_data
+    w = np.random.RandomState(1).randint(0, 3, size=len(X)).astype(float)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = Pipeline(
+            [
+                ("scale", StandardScaler().set_fit_request(sample_weight=False)),
+                ("model", _small().set_fit_request(sample_weight=True)),
+            ]
+        ).fit(X, C, sample_weight=w)
+        direct = _small().fit(StandardScaler().fit_transform(X), C, sample_weight=w)
+    np.testing.assert_allclose(pipe[-1].estimator_.coef_, direct.estimator_.coef_)
+    np.testing.assert_array_equal(pipe[-1].frontier_["radius"], direct.levels_)
+
+
+def test_cv_that_is_not_a_partition_is_refused(small_data):
+    from sklearn.model_selection import ShuffleSplit
+
+    X, C = small_data
+    with pytest.raises(ValueError, match="cv must partition the training part"):
+        _small(cv=ShuffleSplit(3, test_size=0.2, random_state=0)).fit(X, C)

@@ -1,4 +1,10 @@
-"""Features and edge costs of the grid shortest-path benchmark."""
+"""Features and edge costs of the grid shortest-path benchmark, and its grid graph.
+
+The grid graph itself (:func:`grid_edges`) lives here, not in
+``robust_optimization``, so that ``sklearn_ext.datasets`` imports no estimator
+family: :class:`~sklearn_ext.robust_optimization.ShortestPathProblem` builds its
+graph from this module.
+"""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -8,10 +14,79 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import check_random_state
 
-from sklearn_ext.robust_optimization._problems import ShortestPathProblem
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
 
-__all__ = ["make_shortest_path"]
+__all__ = ["grid_edges", "make_shortest_path"]
+
+
+def grid_edges(grid, owner="grid"):
+    """The directed edges of an ``n_rows x n_cols`` grid, east and south.
+
+    Nodes are numbered ``row * n_cols + col``; edges go east (right) and south
+    (down). Edge order (as in PyEPO): for each grid row from the top, first its
+    east edges from left to right, then the south edges leaving it, from left
+    to right.
+
+    Parameters
+    ----------
+    grid : tuple of int
+        ``(n_rows, n_cols)``, each ``>= 1``, with at least 2 nodes.
+    owner : str, default="grid"
+        Name used in the error message (the caller's).
+
+    Returns
+    -------
+    grid : tuple of int
+        ``(n_rows, n_cols)`` as Python ints.
+    edges : ndarray of shape (n_edges, 2), int
+        ``(from_node, to_node)`` of each edge, in the edge order above.
+    east_id, south_id : ndarray of shape (n_rows * n_cols,), int
+        Id of the edge leaving each node eastwards (southwards); -1 where the
+        move would leave the grid.
+
+    Raises
+    ------
+    ValueError
+        If ``grid`` is not a pair of positive integers with at least 2 nodes.
+
+    Examples
+    --------
+    >>> from sklearn_ext.datasets._shortest_path import grid_edges
+    >>> grid, edges, east_id, south_id = grid_edges((2, 3))
+    >>> edges.tolist()
+    [[0, 1], [1, 2], [0, 3], [1, 4], [2, 5], [3, 4], [4, 5]]
+    """
+    ok = (
+        isinstance(grid, (tuple, list))
+        and len(grid) == 2
+        and all(
+            isinstance(g, Integral) and not isinstance(g, bool) and g >= 1 for g in grid
+        )
+    )
+    if not ok or grid[0] * grid[1] < 2:
+        raise ValueError(
+            f"{owner}: grid must be a pair of integers (n_rows, n_cols), each "
+            f">= 1, with at least 2 nodes; got {grid!r}."
+        )
+    m, n = int(grid[0]), int(grid[1])
+    node = np.arange(m * n).reshape(m, n)
+    east_id = np.full((m, n), -1, dtype=np.intp)
+    south_id = np.full((m, n), -1, dtype=np.intp)
+    block = 2 * n - 1  # edges of a grid row: n - 1 east, then n south
+    rows = np.arange(m)[:, None]
+    east_id[:, :-1] = rows * block + np.arange(n - 1)
+    south_id[:-1, :] = rows[:-1] * block + (n - 1) + np.arange(n)
+    east_id, south_id = east_id.ravel(), south_id.ravel()
+    n_edges = (m - 1) * block + (n - 1)
+    edges = np.empty((n_edges, 2), dtype=np.intp)
+    has_east, has_south = east_id >= 0, south_id >= 0
+    edges[east_id[has_east]] = np.column_stack(
+        [node.ravel()[has_east], node.ravel()[has_east] + 1]
+    )
+    edges[south_id[has_south]] = np.column_stack(
+        [node.ravel()[has_south], node.ravel()[has_south] + n]
+    )
+    return (m, n), edges, east_id, south_id
 
 
 @validate_params(
@@ -50,8 +125,9 @@ def make_shortest_path(
     ``E[c_j | x]`` is a polynomial of degree ``degree`` in ``x``: ``degree=1``
     is well specified for a linear model, larger degrees are not. The matrix
     ``B`` has Bernoulli(0.5) entries. Columns of ``C`` follow the edge order of
-    ``ShortestPathProblem(grid).edges_``. With an even ``degree`` every cost is
-    positive.
+    ``ShortestPathProblem(grid).edges_`` (east edges of a grid row, then the
+    south edges leaving it, row by row from the top). With an even ``degree``
+    every cost is positive.
 
     Parameters
     ----------
@@ -98,8 +174,8 @@ def make_shortest_path(
     >>> X.shape, C.shape, bool((C > 0).all())
     ((100, 5), (100, 40), True)
     """
-    problem = ShortestPathProblem(grid)
-    n_edges = problem.n_params
+    grid, edges, _, _ = grid_edges(grid, owner="make_shortest_path")
+    n_edges = edges.shape[0]
     rng = check_random_state(random_state)
     if coef is None:
         coef = rng.binomial(1, 0.5, size=(n_edges, n_features)).astype(np.float64)
@@ -111,7 +187,7 @@ def make_shortest_path(
         if coef.shape != (n_edges, n_features):
             raise ValueError(
                 f"coef must have shape (n_edges, n_features) = ({n_edges}, "
-                f"{n_features}) for grid={problem.grid}; got shape {coef.shape}."
+                f"{n_features}) for grid={grid}; got shape {coef.shape}."
             )
         if not np.isfinite(coef).all():
             raise ValueError("coef contains NaN or infinity.")

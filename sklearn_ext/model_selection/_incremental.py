@@ -215,10 +215,14 @@ def shrink_perturb(estimator, shrink, perturb, seed):
     if modules:
         import torch
 
+        # reset_parameters() draws from torch's default CPU generator: seed it
+        # inside fork_rng, which restores its state afterwards, and draw the
+        # fresh weights on a CPU copy, so that no device generator is touched
+        # and a member draws the same noise on any device.
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
+            torch.random.default_generator.manual_seed(int(seed))
             for module in modules:
-                fresh = copy.deepcopy(module)
+                fresh = copy.deepcopy(module).to("cpu")
                 for sub in fresh.modules():
                     if hasattr(sub, "reset_parameters"):
                         sub.reset_parameters()

@@ -1,30 +1,34 @@
-"""Iterated Population Based Training as a scikit-learn hyperparameter search."""
+"""Iterated Population Based Training as a scikit-learn hyperparameter search.
+
+The search object: its parameters, checks, data splits and metadata routing.
+The population it trains (rounds, exploit/explore, restarts, the lineage of the
+best member) lives in :mod:`sklearn_ext.model_selection._population`.
+"""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
-from sklearn.base import clone, is_classifier, is_regressor
-from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
-from sklearn.gaussian_process import GaussianProcessRegressor
-from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+from sklearn import get_config
+from sklearn.base import is_classifier, is_regressor
+from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
-from sklearn.utils import _safe_indexing, check_random_state, indexable
+from sklearn.utils import check_random_state, indexable
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
 from sklearn.utils.multiclass import type_of_target
 
-from sklearn_ext.model_selection._incremental import (
-    incremental_protocol,
-    shrink_perturb,
-    train,
+from sklearn_ext.model_selection._incremental import incremental_protocol
+from sklearn_ext.model_selection._population import (
+    _n_samples,
+    _Population,
+    _split_folds,
 )
 from sklearn_ext.model_selection._search_space import SearchSpace
+from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
     BaseSearchCV,
     HasMethods,
@@ -33,73 +37,14 @@ from sklearn_ext.utils._sklearn_compat import (
     StrOptions,
     _fit_context,
 )
+from sklearn_ext.utils._torch import child_seeds
 
 __all__ = ["IPBTSearchCV"]
 
 # Defaults from the authors' configuration (github.com/AwesomeLemon/IPBT,
 # config/algo/ipbt.yaml and pbt.yaml) unless noted.
 _INITIAL_INTERVAL_FRACTION = 0.01  # t_step 500 of t_max 50k
-_SLOW_STEPS = 15  # "too slow": the z-scored best rose less than 1 in 15 steps
-_STALL_WINDOW = 2 * _SLOW_STEPS  # ready steps the detector looks at (ours)
 _DEFAULT_STEPS_PER_MEMBER = 100  # budget=None (ours)
-_BO_HISTORY = 128  # most recent observations the restart optimiser fits (ours)
-_BO_CANDIDATES = 512
-_BO_KAPPA = 2.0
-
-
-def _n_samples(X):
-    return X.shape[0] if hasattr(X, "shape") and len(X.shape) else len(X)
-
-
-def _rank_value(score):
-    return score if np.isfinite(score) else -np.inf
-
-
-def _progress_stalled(best_scores, slow_steps=_SLOW_STEPS, window=_STALL_WINDOW):
-    """IPBT's stagnation test on the per-step best score of the current run.
-
-    The last ``window`` best scores are z-scored and smoothed by a Gaussian
-    process over the step index. The test fails (returns True) when the smoothed
-    best did not rise at the last step, or when it rose by less than one
-    standard deviation over the last ``slow_steps`` steps. A steady rise never
-    fails: over a window of 30 steps a straight line rises by 1.7 standard
-    deviations every 15 steps.
-    """
-    b = np.asarray(best_scores, dtype=float)[-window:]
-    b = b[np.isfinite(b)]
-    if len(b) < 2:
-        return False
-    sd = b.std()
-    if sd == 0:
-        return True
-    z = (b - b.mean()) / sd
-    # Fixed hyperparameters: unit signal variance (z-scores), a length scale of
-    # 30 steps and noise variance 0.3. A smooth trend, cheap at every ready step.
-    idx = (np.arange(len(z), dtype=float) - (len(z) - 1) / 2)[:, None] / 10.0
-    kernel = ConstantKernel(1.0, "fixed") * RBF(3.0, "fixed") + WhiteKernel(
-        0.3, "fixed"
-    )
-    smooth = GaussianProcessRegressor(kernel, optimizer=None).fit(idx, z).predict(idx)
-    if smooth[-1] - smooth[-2] <= 0:
-        return True
-    return len(z) > slow_steps and smooth[-1] - smooth[-1 - slow_steps] < 1.0
-
-
-def _member_step(estimator, protocol, n_steps, fold, classes, fit_params, scorer, err):
-    """Train one member on one split for ``n_steps`` and score it on validation."""
-    X_train, y_train, X_val, y_val = fold
-    start = time.perf_counter()
-    failure = None
-    try:
-        train(estimator, protocol, n_steps, X_train, y_train, classes, fit_params)
-        fit_time = time.perf_counter() - start
-        score = float(scorer(estimator, X_val, y_val))
-    except Exception as exc:
-        if err == "raise":
-            raise
-        fit_time = time.perf_counter() - start
-        score, failure = float(err), exc
-    return estimator, score, fit_time, time.perf_counter() - start - fit_time, failure
 
 
 class IPBTSearchCV(BaseSearchCV):
@@ -230,7 +175,10 @@ class IPBTSearchCV(BaseSearchCV):
         estimator's ``random_state`` (or a nested one) is None.
 
     verbose : int, default=0
-        Print one line per ready step and per restart.
+        0 is silent; 1 or more shows a labelled tqdm bar of the training steps
+        per member ("IPBTSearchCV: steps per member", with the best score so
+        far, the number of restarts and the current ready interval), and one
+        of the refit.
 
     Attributes
     ----------
@@ -271,7 +219,10 @@ class IPBTSearchCV(BaseSearchCV):
         Training steps used, summed over members (at most ``budget``).
 
     scorer_ : callable
-        The scorer used.
+        The scorer used. Rebuilt on access from the ``scoring`` that ``fit``
+        saw rather than stored, so that a fitted search holds no private
+        scikit-learn scorer object and ``skops`` loads it trusting only this
+        package's types.
 
     n_splits_ : int
         Number of validation splits.
@@ -281,6 +232,13 @@ class IPBTSearchCV(BaseSearchCV):
 
     multimetric_ : bool
         Always False: the population is ranked by one score.
+
+    n_features_in_ : int
+        Number of features seen during ``fit`` (only with ``refit=True``).
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit``, when the estimator records them
+        (only with ``refit=True``).
 
     See Also
     --------
@@ -312,6 +270,22 @@ class IPBTSearchCV(BaseSearchCV):
     - The population is not created at twice its size before the first run.
     - A member's own early stopping (``tol``) may end an interval early; the
       budget counts the steps asked for.
+
+    Members are trained for a given number of steps at a time, so that a
+    warm-started member stopping at its ``max_iter`` at the end of every
+    interval is the plan, not a failure: the ``ConvergenceWarning`` that
+    members emit while the search (or the refit) trains them is silenced.
+    Other warnings of the members reach the user.
+
+    Metadata such as ``sample_weight`` is routed as in scikit-learn's own
+    searches: passed to ``fit``, it goes to every member's ``fit`` (or
+    ``partial_fit``) on its training split, to the scorer on the validation
+    split (when the scorer accepts it, as scikit-learn's searches do), and to
+    the refit on all the data. With metadata routing enabled
+    (``sklearn.set_config(enable_metadata_routing=True)``) the estimator must
+    request it, e.g. ``SGDClassifier().set_fit_request(sample_weight=True)``
+    (``set_partial_fit_request`` when members train by ``partial_fit``), and
+    the scorer likewise.
 
     Weights for shrink-and-perturb are the fitted ``coef_``, ``intercept_``,
     ``coefs_`` and ``intercepts_`` arrays and the parameters of every fitted
@@ -469,11 +443,11 @@ class IPBTSearchCV(BaseSearchCV):
             )
         return X, y, n_samples
 
-    def _splits(self, X, y, groups, rng):
+    def _splits(self, X, y, split_params, rng):
         cv = self.cv
         if cv is None or isinstance(cv, float):
             fraction = 0.2 if cv is None else cv
-            seed = rng.randint(np.iinfo(np.int32).max)
+            seed = child_seeds(rng)
             splitter = ShuffleSplit(1, test_size=fraction, random_state=seed)
             if is_classifier(self.estimator) and type_of_target(y) in (
                 "binary",
@@ -486,14 +460,51 @@ class IPBTSearchCV(BaseSearchCV):
                     splitter = StratifiedShuffleSplit(
                         1, test_size=fraction, random_state=seed
                     )
-            return list(splitter.split(X, y, groups))
+            return list(splitter.split(X, y, **split_params))
         splitter = check_cv(cv, y, classifier=is_classifier(self.estimator))
-        return list(splitter.split(X, y, groups))
+        return list(splitter.split(X, y, **split_params))
+
+    def get_metadata_routing(self):
+        """Get metadata routing of this object.
+
+        As for scikit-learn's searches: ``fit`` routes to the estimator's
+        ``fit`` (its ``partial_fit`` when members train by ``partial_fit``),
+        to the scorer and to the ``cv`` splitter; ``score`` to the scorer.
+        Please check :ref:`User Guide <metadata_routing>` on how the routing
+        mechanism works.
+
+        Returns
+        -------
+        routing : MetadataRouter
+            A :class:`~sklearn.utils.metadata_routing.MetadataRouter`
+            encapsulating routing information.
+        """
+        try:
+            mode = incremental_protocol(self.estimator, self.incremental).mode
+        except ValueError:  # fit says why; routing falls back to fit
+            mode = "warm_start"
+        callee = "partial_fit" if mode == "partial_fit" else "fit"
+        router = MetadataRouter(owner=self)
+        router.add(
+            estimator=self.estimator,
+            method_mapping=MethodMapping().add(caller="fit", callee=callee),
+        )
+        router.add(
+            scorer=check_scoring(self.estimator, scoring=self.scoring),
+            method_mapping=MethodMapping()
+            .add(caller="score", callee="score")
+            .add(caller="fit", callee="score"),
+        )
+        router.add(
+            splitter=None if isinstance(self.cv, float) else self.cv,
+            method_mapping=MethodMapping().add(caller="fit", callee="split"),
+        )
+        return router
 
     # --- the search ----------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X, y=None, **params):
         """Run the population-based search.
 
         Parameters
@@ -502,11 +513,13 @@ class IPBTSearchCV(BaseSearchCV):
             Training data, in whatever form the estimator accepts.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
             Target; None for unsupervised estimators.
-        **fit_params : dict
-            Passed to every ``fit``/``partial_fit`` call; arrays of length
-            n_samples are split with the data. ``groups`` goes to the ``cv``
-            splitter (e.g. ``GroupKFold``) instead; ``classes`` (for
-            ``partial_fit``) defaults to the labels of ``y``.
+        **params : dict
+            Metadata, routed as by scikit-learn's searches (see Notes): to
+            every ``fit``/``partial_fit`` call of the members and the refit
+            (e.g. ``sample_weight``), to the scorer and to the ``cv`` splitter
+            (``groups``, e.g. for ``GroupKFold``). Arrays of length n_samples
+            are split with the data, per training and validation split.
+            ``classes`` (for ``partial_fit``) defaults to the labels of ``y``.
 
         Returns
         -------
@@ -516,46 +529,54 @@ class IPBTSearchCV(BaseSearchCV):
         protocol = incremental_protocol(self.estimator, self.incremental)
         space = SearchSpace(self.param_distributions, self.estimator, protocol.reserved)
         per_member, interval = self._plan()
-        X, y, n_samples = self._check_data(X, y)
+        X, y, _ = self._check_data(X, y)
         scorer = check_scoring(self.estimator, scoring=self.scoring)
         rng = check_random_state(self.random_state)
-        groups = fit_params.pop("groups", None)
-        splits = self._splits(X, y, groups, rng)
+        params = dict(params)
         classes = None
         if protocol.pass_classes:  # given to every partial_fit call by train()
-            classes = fit_params.pop("classes", None)
+            classes = params.pop("classes", None)
             if classes is None:
                 classes = np.unique(np.asarray(y).ravel())
+        # scikit-learn's own routing of search metadata: with routing enabled,
+        # what the estimator, scorer and splitter request; otherwise groups to
+        # the splitter, sample_weight also to a scorer that accepts it, and
+        # everything else to the estimator.
+        routed = self._get_routed_params_for_fit(params)
+        # Under routing, keyed by the member's method (get_metadata_routing maps
+        # fit to partial_fit for partial_fit members); without, always "fit".
+        routing = get_config()["enable_metadata_routing"]
+        method = "partial_fit" if routing and protocol.mode == "partial_fit" else "fit"
+        fit_params = dict(routed.estimator[method])
+        splits = self._splits(X, y, routed.splitter.split, rng)
+        folds = _split_folds(X, y, splits, fit_params, routed.scorer.score)
 
-        def part(value, idx):
-            if np.ndim(value) >= 1 and _n_samples(value) == n_samples:
-                return _safe_indexing(value, idx)
-            return value
-
-        folds = [
-            (
-                _safe_indexing(X, tr),
-                None if y is None else _safe_indexing(y, tr),
-                _safe_indexing(X, te),
-                None if y is None else _safe_indexing(y, te),
-            )
-            for tr, te in splits
-        ]
-        fold_params = [
-            {k: part(v, tr) for k, v in fit_params.items()} for tr, _ in splits
-        ]
-
-        run = _Population(
-            self, protocol, space, scorer, folds, fold_params, classes, rng
-        )
+        run = _Population(self, protocol, space, scorer, folds, classes, rng)
         run.search(per_member, interval)
+        self._store_results(run, len(splits))
+        if self.refit:
+            start = time.perf_counter()
+            self.best_estimator_ = self._refit(run, X, y, fit_params)
+            self.refit_time_ = time.perf_counter() - start
+            if hasattr(self.best_estimator_, "feature_names_in_"):
+                self.feature_names_in_ = self.best_estimator_.feature_names_in_
+        return self
 
+    @property
+    def scorer_(self):
+        """The scorer used: ``check_scoring(estimator, scoring)``."""
+        if not hasattr(self, "_fitted_scoring"):
+            raise AttributeError(
+                f"{type(self).__name__} has no scorer_ before fit is called."
+            )
+        return check_scoring(self.estimator, scoring=self._fitted_scoring)
+
+    def _store_results(self, run, n_splits):
         if not np.isfinite(run.rows[run.best_row]["score"]):
-            warnings.warn(
+            warn(
                 "Every member scored NaN or infinity at every ready step: the "
                 "search could not rank them, and best_* describe the first one.",
                 UserWarning,
-                stacklevel=2,
             )
         self.history_ = run.history()
         self.best_index_ = run.best_row
@@ -566,28 +587,25 @@ class IPBTSearchCV(BaseSearchCV):
         self.n_restarts_ = len(run.intervals) - 1
         self.ready_intervals_ = list(run.intervals)
         self.n_steps_ = int(sum(r["stop"] - r["start"] for r in run.rows))
-        self.n_splits_ = len(splits)
-        self.scorer_ = scorer
+        self.n_splits_ = n_splits
         self.multimetric_ = False
-        if self.refit:
-            start = time.perf_counter()
-            try:
-                self.best_estimator_ = run.replay(run.best_row, X, y, fit_params)
-            except Exception as exc:
-                if self.error_score == "raise":
-                    raise
-                # The schedule diverged on all the data (a learning rate at the
-                # edge of stability, say): keep the member as the search trained it.
-                warnings.warn(
-                    "Replaying the best member's schedule on all the data failed "
-                    f"({type(exc).__name__}: {exc}); best_estimator_ is the best "
-                    "member as trained on the first training split instead.",
-                    FitFailedWarning,
-                    stacklevel=2,
-                )
-                self.best_estimator_ = run.best_snapshot[0]
-            self.refit_time_ = time.perf_counter() - start
-        return self
+        self._fitted_scoring = self.scoring  # scorer_ is rebuilt from it
+
+    def _refit(self, run, X, y, fit_params):
+        try:
+            return run.replay(run.best_row, X, y, fit_params)
+        except Exception as exc:
+            if self.error_score == "raise":
+                raise
+            # The schedule diverged on all the data (a learning rate at the
+            # edge of stability, say): keep the member as the search trained it.
+            warn(
+                "Replaying the best member's schedule on all the data failed "
+                f"({type(exc).__name__}: {exc}); best_estimator_ is the best "
+                "member as trained on the first training split instead.",
+                FitFailedWarning,
+            )
+            return run.best_snapshot[0]
 
     # --- the package's harness ----------------------------------------------------
 
@@ -609,8 +627,12 @@ class IPBTSearchCV(BaseSearchCV):
 
     @classmethod
     def _demo(cls):
+        """Digits, MLP: IPBT against random search at the same epoch budget."""
+        import warnings
+
         from scipy.stats import loguniform, uniform
         from sklearn.datasets import load_digits
+        from sklearn.exceptions import ConvergenceWarning
         from sklearn.model_selection import RandomizedSearchCV, train_test_split
         from sklearn.neural_network import MLPClassifier
 
@@ -648,7 +670,12 @@ class IPBTSearchCV(BaseSearchCV):
             random_state=0,
         )
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
+            # Equal budgets: each candidate trains exactly `steps` epochs, so
+            # MLP's "maximum iterations reached" is the plan (as it is for the
+            # IPBT members, whose search silences it), not a failure.
+            warnings.filterwarnings(
+                "ignore", "Stochastic Optimizer: Maximum iterations", ConvergenceWarning
+            )
             baseline.fit(X_train, y_train)
         return {
             "data": "digits, MLP, 8 x 30 epochs",
@@ -656,327 +683,5 @@ class IPBTSearchCV(BaseSearchCV):
             "score": ipbt.score(X_test, y_test),
             "baseline": "RandomizedSearchCV",
             "baseline_score": baseline.score(X_test, y_test),
+            "greater_is_better": True,
         }
-
-
-class _Population:
-    """State of one IPBT search: members, history rows, best snapshot."""
-
-    def __init__(
-        self, search, protocol, space, scorer, folds, fold_params, classes, rng
-    ):
-        self.owner = search
-        self.protocol = protocol
-        self.space = space
-        self.scorer = scorer
-        self.folds = folds
-        self.fold_params = fold_params
-        self.classes = classes
-        self.rng = rng
-        self.rows = []
-        self.best_row, self.best_score, self.best_snapshot = -1, -np.inf, None
-        self.seeded = [
-            k
-            for k, v in search.estimator.get_params(deep=True).items()
-            if (k == "random_state" or k.endswith("__random_state")) and v is None
-        ]
-
-    # members are lists of estimators, one per validation split
-
-    def _seed(self):
-        return int(self.rng.randint(np.iinfo(np.int32).max))
-
-    def _fresh_estimator(self, seed):
-        est = clone(self.owner.estimator)
-        if self.seeded:
-            est.set_params(**dict.fromkeys(self.seeded, seed))
-        return est
-
-    def _fresh(self, seed):
-        return [self._fresh_estimator(seed) for _ in self.folds]
-
-    def _train_all(self, parallel, members, params, n_steps):
-        s = self.owner
-        jobs = []
-        for member, hp in zip(members, params):
-            for est, fold, fp in zip(member, self.folds, self.fold_params):
-                est.set_params(**hp)
-                jobs.append(
-                    delayed(_member_step)(
-                        est,
-                        self.protocol,
-                        n_steps,
-                        fold,
-                        self.classes,
-                        fp,
-                        self.scorer,
-                        s.error_score,
-                    )
-                )
-        out = parallel(jobs)
-        failures = [c[4] for c in out if c[4] is not None]
-        if not self.rows and len(failures) == len(out):
-            # Nothing trained at all: the data or the estimator is at fault, so
-            # say what the estimator said instead of scoring a dead population.
-            raise failures[0]
-        k = len(self.folds)
-        trained, results = [], []
-        for i in range(len(members)):
-            chunk = out[i * k : (i + 1) * k]
-            trained.append([c[0] for c in chunk])
-            results.append(chunk)
-            for c in chunk:
-                if c[4] is not None:
-                    warnings.warn(
-                        f"A member failed to train or score; its score is set to "
-                        f"{s.error_score}. {type(c[4]).__name__}: {c[4]}",
-                        FitFailedWarning,
-                        stacklevel=3,
-                    )
-        return trained, results
-
-    def _record(self, members, params, origins, results, run, ready_step, start, stop):
-        current = []
-        for i, (hp, origin, res) in enumerate(zip(params, origins, results)):
-            split_scores = [c[1] for c in res]
-            score = float(np.mean(split_scores))
-            row = {
-                "run": run,
-                "ready_step": ready_step,
-                "member": i,
-                "start": start,
-                "stop": stop,
-                "score": score,
-                "split_scores": split_scores,
-                "params": dict(hp),
-                "fit_time": float(sum(c[2] for c in res)),
-                "score_time": float(sum(c[3] for c in res)),
-                **origin,
-            }
-            self.rows.append(row)
-            current.append(len(self.rows) - 1)
-            if _rank_value(score) > self.best_score or self.best_row < 0:
-                self.best_score = _rank_value(score)
-                self.best_row = len(self.rows) - 1
-                self.best_snapshot = copy.deepcopy(members[i])
-        return current
-
-    def search(self, per_member, interval):
-        s = self.owner
-        pop = s.population_size
-        n_top = max(1, int(s.quantile * pop))
-        self.per_member = per_member
-        self.intervals = [interval]
-        seeds = [self._seed() for _ in range(pop)]
-        members = [self._fresh(seed) for seed in seeds]
-        params = [self.space.sample(self.rng) for _ in range(pop)]
-        origins = [_origin(-1, "init", "random", seed) for seed in seeds]
-        t, run, ready_step, fails, run_best = 0, 0, 0, 0, []
-        # max_nbytes=None: no read-only memmaps of large weight arrays in workers,
-        # which train those arrays in place.
-        with Parallel(n_jobs=s.n_jobs, max_nbytes=None) as parallel:
-            while t < per_member:
-                n = min(interval, per_member - t)
-                members, results = self._train_all(parallel, members, params, n)
-                current = self._record(
-                    members, params, origins, results, run, ready_step, t, t + n
-                )
-                t += n
-                ready_step += 1
-                scores = np.array([_rank_value(self.rows[r]["score"]) for r in current])
-                run_best.append(scores.max())
-                if s.verbose:
-                    print(
-                        f"[IPBTSearchCV] run {run} step {t}/{per_member} "
-                        f"(interval {interval}): best {scores.max():.5g}, "
-                        f"overall {self.best_score:.5g}"
-                    )
-                if t >= per_member:
-                    break
-                if s.restarts:
-                    fails = fails + 1 if _progress_stalled(run_best) else 0
-                    longer = interval * s.interval_multiplier
-                    if fails >= s.patience and per_member - t >= 2 * longer:
-                        interval = longer
-                        run += 1
-                        self.intervals.append(interval)
-                        members, params, origins = self._restart(pop, t)
-                        fails, run_best = 0, []
-                        if s.verbose:
-                            print(
-                                f"[IPBTSearchCV] restart {run} at step {t}: "
-                                f"ready interval {interval}"
-                            )
-                        continue
-                order = np.argsort(scores, kind="stable")
-                bottom, top = set(order[:n_top].tolist()), order[-n_top:]
-                origins = []
-                for i in range(pop):
-                    if i in bottom:
-                        j = int(self.rng.choice(top))
-                        members[i] = copy.deepcopy(members[j])
-                        params[i] = self.space.perturb(
-                            params[j], s.perturb_factor, self.rng
-                        )
-                        origins.append(_origin(current[j], "exploit", "explore"))
-                    else:
-                        origins.append(_origin(current[i], "continue", "kept"))
-
-    def _restart(self, pop, t):
-        s = self.owner
-        n_fresh = int(round(s.random_weight_fraction * pop))
-        n_random = int(round(s.random_hp_fraction * pop))
-        sources = self.rng.permutation(
-            ["random"] * n_random + ["bo"] * (pop - n_random)
-        )
-        proposals = iter(self._propose(int((sources == "bo").sum()), t))
-        members, params, origins = [], [], []
-        for i in range(pop):
-            source = str(sources[i])
-            if source == "random":
-                params.append(self.space.sample(self.rng))
-            else:
-                hp, source = next(proposals)
-                params.append(hp)
-            seed = self._seed()
-            if i >= n_fresh:
-                member = copy.deepcopy(self.best_snapshot)
-                if all(shrink_perturb(e, s.shrink, s.perturb, seed) for e in member):
-                    members.append(member)
-                    origins.append(
-                        _origin(self.best_row, "shrink_perturb", source, seed)
-                    )
-                    continue
-            members.append(self._fresh(seed))
-            origins.append(_origin(-1, "init", source, seed))
-        return members, params, origins
-
-    def _propose(self, k, t):
-        """``k`` (setting, source) pairs from the time-varying GP (UCB, batch)."""
-        if k == 0:
-            return []
-        rows = [r for r in self.rows[-_BO_HISTORY:] if np.isfinite(r["score"])]
-        y = np.array([r["score"] for r in rows])
-        if len(rows) < 2 or np.ptp(y) == 0:  # nothing to model: prior draws
-            return [(self.space.sample(self.rng), "random") for _ in range(k)]
-        tau = np.array([[r["stop"] / self.per_member] for r in rows])
-        X = np.hstack([self.space.encode_many([r["params"] for r in rows]), tau])
-        d = X.shape[1]
-        kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(
-            np.full(d, 0.5), (1e-2, 1e2), nu=2.5
-        ) + WhiteKernel(1e-2, (1e-6, 1.0))
-        candidates, Z = self.space.sample_many(_BO_CANDIDATES, self.rng)
-        Z = np.hstack([Z, np.full((len(Z), 1), t / self.per_member)])
-        chosen, free = [], np.ones(len(Z), dtype=bool)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            gp = GaussianProcessRegressor(
-                kernel, normalize_y=True, random_state=self._seed()
-            ).fit(X, y)
-            for _ in range(k):
-                mu, sd = gp.predict(Z, return_std=True)
-                ucb = np.where(free, mu + _BO_KAPPA * sd, -np.inf)
-                b = int(np.argmax(ucb))
-                chosen.append((candidates[b], "bo"))
-                free[b] = False
-                # Kriging believer: pretend the mean was observed, keep the kernel.
-                X, y = np.vstack([X, Z[b]]), np.append(y, mu[b])
-                gp = GaussianProcessRegressor(
-                    gp.kernel_, optimizer=None, normalize_y=True
-                ).fit(X, y)
-        return chosen
-
-    # --- results -------------------------------------------------------------------
-
-    def _lineage(self, row):
-        chain = []
-        while row != -1:
-            chain.append(row)
-            row = self.rows[row]["parent"]
-        return chain[::-1]
-
-    def schedule(self, row):
-        out, own = [], 0
-        for idx in self._lineage(row):
-            r = self.rows[idx]
-            n = r["stop"] - r["start"]
-            joins = (
-                out
-                and r["weights_from"] in ("continue", "exploit")
-                and r["params"] == out[-1]["params"]
-                and r["run"] == out[-1]["run"]
-            )
-            if joins:
-                out[-1]["stop"] += n
-            else:
-                out.append(
-                    {
-                        "start": own,
-                        "stop": own + n,
-                        "params": dict(r["params"]),
-                        "run": r["run"],
-                        "weights_from": r["weights_from"],
-                    }
-                )
-            own += n
-        return out
-
-    def replay(self, row, X, y, fit_params):
-        """Retrain the lineage of ``row`` on (X, y) from its initialisation."""
-        s = self.owner
-        est = None
-        for idx in self._lineage(row):
-            r = self.rows[idx]
-            if r["weights_from"] == "init":
-                est = self._fresh_estimator(r["seed"])
-            elif r["weights_from"] == "shrink_perturb":
-                shrink_perturb(est, s.shrink, s.perturb, r["seed"])
-            est.set_params(**r["params"])
-            train(
-                est,
-                self.protocol,
-                r["stop"] - r["start"],
-                X,
-                y,
-                self.classes,
-                fit_params,
-            )
-        if self.protocol.mode == "warm_start":
-            # Give back the user's iteration count and warm_start (fitted state
-            # is untouched), so that the refit model reads like the estimator.
-            original = self.owner.estimator.get_params(deep=True)
-            names = (self.protocol.iter_param, self.protocol.warm_param)
-            est.set_params(**{k: original[k] for k in names})
-        return est
-
-    def history(self):
-        rows = self.rows
-        out = {
-            key: np.array([r[key] for r in rows])
-            for key in ("run", "ready_step", "member", "start", "stop", "score")
-        }
-        for k in range(len(self.folds)):
-            out[f"split{k}_score"] = np.array([r["split_scores"][k] for r in rows])
-        params = np.empty(len(rows), dtype=object)
-        params[:] = [dict(r["params"]) for r in rows]
-        out["params"] = params
-        for name in self.space.names:
-            column = np.empty(len(rows), dtype=object)
-            column[:] = [r["params"][name] for r in rows]
-            out[f"param_{name}"] = column
-        for key in ("parent", "seed"):
-            out[key] = np.array([r[key] for r in rows], dtype=int)
-        for key in ("weights_from", "params_from"):
-            out[key] = np.array([r[key] for r in rows])
-        for key in ("fit_time", "score_time"):
-            out[key] = np.array([r[key] for r in rows])
-        return out
-
-
-def _origin(parent, weights_from, params_from, seed=-1):
-    return {
-        "parent": int(parent),
-        "weights_from": weights_from,
-        "params_from": params_from,
-        "seed": int(seed),
-    }

@@ -26,6 +26,8 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, linprog
 
+from sklearn_ext.datasets._shortest_path import grid_edges
+
 __all__ = [
     "BaseProblem",
     "LinearProblem",
@@ -344,42 +346,9 @@ class ShortestPathProblem(BaseProblem):
     max_paths_l2 = 200_000
 
     def __init__(self, grid=(5, 5)):
-        ok = (
-            isinstance(grid, (tuple, list))
-            and len(grid) == 2
-            and all(
-                isinstance(g, Integral) and not isinstance(g, bool) and g >= 1
-                for g in grid
-            )
+        self.grid, self.edges_, self._east_id, self._south_id = grid_edges(
+            grid, owner="ShortestPathProblem"
         )
-        if not ok or grid[0] * grid[1] < 2:
-            raise ValueError(
-                "ShortestPathProblem: grid must be a pair of integers "
-                "(n_rows, n_cols), each >= 1, with at least 2 nodes; "
-                f"got {grid!r}."
-            )
-        self.grid = (int(grid[0]), int(grid[1]))
-        m, n = self.grid
-        node = np.arange(m * n).reshape(m, n)
-        # Edge ids by (node, direction); -1 where the move leaves the grid.
-        east_id = np.full((m, n), -1, dtype=np.intp)
-        south_id = np.full((m, n), -1, dtype=np.intp)
-        block = 2 * n - 1  # edges of a grid row: n - 1 east, then n south
-        rows = np.arange(m)[:, None]
-        east_id[:, :-1] = rows * block + np.arange(n - 1)
-        south_id[:-1, :] = rows[:-1] * block + (n - 1) + np.arange(n)
-        self._east_id = east_id.ravel()
-        self._south_id = south_id.ravel()
-        n_edges = (m - 1) * block + (n - 1)
-        edges = np.empty((n_edges, 2), dtype=np.intp)
-        has_east, has_south = self._east_id >= 0, self._south_id >= 0
-        edges[self._east_id[has_east]] = np.column_stack(
-            [node.ravel()[has_east], node.ravel()[has_east] + 1]
-        )
-        edges[self._south_id[has_south]] = np.column_stack(
-            [node.ravel()[has_south], node.ravel()[has_south] + n]
-        )
-        self.edges_ = edges
 
     def __repr__(self):
         return f"ShortestPathProblem(grid={self.grid})"

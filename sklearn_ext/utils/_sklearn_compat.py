@@ -12,6 +12,7 @@ import inspect
 import sklearn
 from sklearn.base import _fit_context
 from sklearn.model_selection._search import BaseSearchCV
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import (
     HasMethods,
     Hidden,
@@ -42,6 +43,7 @@ __all__ = [
     "RealNotInt",
     "StrOptions",
     "_check_sample_weight",
+    "_safe_indexing",
     "_fit_context",
     "check_is_fitted",
     "parametrize_with_checks",

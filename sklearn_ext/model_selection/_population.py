@@ -1,0 +1,475 @@
+"""The population of an IPBT search: training rounds, exploit/explore, restarts.
+
+:class:`_Population` holds the state of one :class:`IPBTSearchCV` fit: the
+members (one estimator per validation split each), one history row per member
+per ready step, and a snapshot of the best member seen. It runs the search
+loop, the restart optimiser (a time-varying Gaussian process over the
+hyperparameters) and, at the end, the best member's lineage: its schedule and
+its replay on all the data.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import copy
+import time
+import warnings
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+from sklearn_ext.model_selection._incremental import shrink_perturb, train
+from sklearn_ext.utils._messages import progress, warn
+from sklearn_ext.utils._sklearn_compat import _safe_indexing
+from sklearn_ext.utils._torch import child_seeds
+
+__all__ = ["_Population", "_progress_stalled"]
+
+# Defaults from the authors' configuration (github.com/AwesomeLemon/IPBT,
+# config/algo/ipbt.yaml and pbt.yaml) unless noted.
+_SLOW_STEPS = 15  # "too slow": the z-scored best rose less than 1 in 15 steps
+_STALL_WINDOW = 2 * _SLOW_STEPS  # ready steps the detector looks at (ours)
+_BO_HISTORY = 128  # most recent observations the restart optimiser fits (ours)
+_BO_CANDIDATES = 512
+_BO_KAPPA = 2.0
+
+
+def _n_samples(X):
+    return X.shape[0] if hasattr(X, "shape") and len(X.shape) else len(X)
+
+
+def _split_folds(X, y, splits, fit_params, score_params):
+    """Per split: training data and fit params, validation data and score params.
+
+    The ``folds`` that :class:`_Population` trains on. Arrays of length
+    n_samples among the params are split with the data, as scikit-learn's
+    searches split them.
+    """
+    n_samples = _n_samples(X)
+
+    def part(value, idx):
+        if np.ndim(value) >= 1 and _n_samples(value) == n_samples:
+            return _safe_indexing(value, idx)
+        return value
+
+    def take(data, idx):
+        return None if data is None else _safe_indexing(data, idx)
+
+    return [
+        (
+            take(X, tr),
+            take(y, tr),
+            {k: part(v, tr) for k, v in fit_params.items()},
+            take(X, te),
+            take(y, te),
+            {k: part(v, te) for k, v in score_params.items()},
+        )
+        for tr, te in splits
+    ]
+
+
+def _rank_value(score):
+    return score if np.isfinite(score) else -np.inf
+
+
+def _progress_stalled(best_scores, slow_steps=_SLOW_STEPS, window=_STALL_WINDOW):
+    """IPBT's stagnation test on the per-step best score of the current run.
+
+    The last ``window`` best scores are z-scored and smoothed by a Gaussian
+    process over the step index. The test fails (returns True) when the smoothed
+    best did not rise at the last step, or when it rose by less than one
+    standard deviation over the last ``slow_steps`` steps. A steady rise never
+    fails: over a window of 30 steps a straight line rises by 1.7 standard
+    deviations every 15 steps.
+    """
+    b = np.asarray(best_scores, dtype=float)[-window:]
+    b = b[np.isfinite(b)]
+    if len(b) < 2:
+        return False
+    sd = b.std()
+    if sd == 0:
+        return True
+    z = (b - b.mean()) / sd
+    # Fixed hyperparameters: unit signal variance (z-scores), a length scale of
+    # 30 steps and noise variance 0.3. A smooth trend, cheap at every ready step.
+    idx = (np.arange(len(z), dtype=float) - (len(z) - 1) / 2)[:, None] / 10.0
+    kernel = ConstantKernel(1.0, "fixed") * RBF(3.0, "fixed") + WhiteKernel(
+        0.3, "fixed"
+    )
+    smooth = GaussianProcessRegressor(kernel, optimizer=None).fit(idx, z).predict(idx)
+    if smooth[-1] - smooth[-2] <= 0:
+        return True
+    return len(z) > slow_steps and smooth[-1] - smooth[-1 - slow_steps] < 1.0
+
+
+def _member_step(estimator, protocol, n_steps, fold, classes, scorer, err):
+    """Train one member on one split for ``n_steps`` and score it on validation.
+
+    ``fold`` is ``(X_train, y_train, fit_params, X_val, y_val, score_params)``.
+    """
+    X_train, y_train, fit_params, X_val, y_val, score_params = fold
+    start = time.perf_counter()
+    failure = None
+    try:
+        train(estimator, protocol, n_steps, X_train, y_train, classes, fit_params)
+        fit_time = time.perf_counter() - start
+        score = float(scorer(estimator, X_val, y_val, **score_params))
+    except Exception as exc:
+        if err == "raise":
+            raise
+        fit_time = time.perf_counter() - start
+        score, failure = float(err), exc
+    return estimator, score, fit_time, time.perf_counter() - start - fit_time, failure
+
+
+def _origin(parent, weights_from, params_from, seed=-1):
+    return {
+        "parent": int(parent),
+        "weights_from": weights_from,
+        "params_from": params_from,
+        "seed": int(seed),
+    }
+
+
+class _Population:
+    """State of one IPBT search: members, history rows, best snapshot.
+
+    Members are lists of estimators, one per validation split, trained in
+    lockstep and scored by the mean over the splits.
+
+    Parameters
+    ----------
+    search : IPBTSearchCV
+        The search whose parameters drive the population.
+    protocol : IncrementalProtocol
+        How members train on.
+    space : SearchSpace
+        The hyperparameter space.
+    scorer : callable
+        ``scorer(estimator, X, y, **score_params)``, greater is better.
+    folds : list of tuple
+        ``(X_train, y_train, fit_params, X_val, y_val, score_params)`` per split.
+    classes : array-like or None
+        Passed to every ``partial_fit`` call when the protocol needs it.
+    rng : RandomState
+        Every random choice and every derived seed comes from it.
+    """
+
+    def __init__(self, search, protocol, space, scorer, folds, classes, rng):
+        self.owner = search
+        self.protocol = protocol
+        self.space = space
+        self.scorer = scorer
+        self.folds = folds
+        self.classes = classes
+        self.rng = rng
+        self.rows = []
+        self.best_row, self.best_score, self.best_snapshot = -1, -np.inf, None
+        self.seeded = [
+            k
+            for k, v in search.estimator.get_params(deep=True).items()
+            if (k == "random_state" or k.endswith("__random_state")) and v is None
+        ]
+
+    # --- members ------------------------------------------------------------------
+
+    def _fresh_estimator(self, seed):
+        est = clone(self.owner.estimator)
+        if self.seeded:
+            est.set_params(**dict.fromkeys(self.seeded, seed))
+        return est
+
+    def _fresh(self, seed):
+        return [self._fresh_estimator(seed) for _ in self.folds]
+
+    def _train_all(self, parallel, members, params, n_steps):
+        s = self.owner
+        jobs = []
+        for member, hp in zip(members, params):
+            for est, fold in zip(member, self.folds):
+                est.set_params(**hp)
+                jobs.append(
+                    delayed(_member_step)(
+                        est,
+                        self.protocol,
+                        n_steps,
+                        fold,
+                        self.classes,
+                        self.scorer,
+                        s.error_score,
+                    )
+                )
+        out = parallel(jobs)
+        failures = [c[4] for c in out if c[4] is not None]
+        if not self.rows and len(failures) == len(out):
+            # Nothing trained at all: the data or the estimator is at fault, so
+            # say what the estimator said instead of scoring a dead population.
+            raise failures[0]
+        k = len(self.folds)
+        trained, results = [], []
+        for i in range(len(members)):
+            chunk = out[i * k : (i + 1) * k]
+            trained.append([c[0] for c in chunk])
+            results.append(chunk)
+        for failure in failures:
+            warn(
+                f"A member failed to train or score; its score is set to "
+                f"{s.error_score}. {type(failure).__name__}: {failure}",
+                FitFailedWarning,
+            )
+        return trained, results
+
+    def _record(self, members, params, origins, results, run, ready_step, start, stop):
+        current = []
+        for i, (hp, origin, res) in enumerate(zip(params, origins, results)):
+            split_scores = [c[1] for c in res]
+            score = float(np.mean(split_scores))
+            row = {
+                "run": run,
+                "ready_step": ready_step,
+                "member": i,
+                "start": start,
+                "stop": stop,
+                "score": score,
+                "split_scores": split_scores,
+                "params": dict(hp),
+                "fit_time": float(sum(c[2] for c in res)),
+                "score_time": float(sum(c[3] for c in res)),
+                **origin,
+            }
+            self.rows.append(row)
+            current.append(len(self.rows) - 1)
+            if _rank_value(score) > self.best_score or self.best_row < 0:
+                self.best_score = _rank_value(score)
+                self.best_row = len(self.rows) - 1
+                self.best_snapshot = copy.deepcopy(members[i])
+        return current
+
+    # --- the search loop ------------------------------------------------------------
+
+    def search(self, per_member, interval):
+        """Train the population for ``per_member`` steps each, from scratch."""
+        s = self.owner
+        pop = s.population_size
+        self.per_member = per_member
+        self.intervals = [interval]
+        seeds = child_seeds(self.rng, pop)
+        members = [self._fresh(seed) for seed in seeds]
+        params = [self.space.sample(self.rng) for _ in range(pop)]
+        origins = [_origin(-1, "init", "random", seed) for seed in seeds]
+        t, run, ready_step, fails, run_best = 0, 0, 0, 0, []
+        bar = progress(
+            total=per_member, desc="IPBTSearchCV: steps per member", verbose=s.verbose
+        )
+        # max_nbytes=None: no read-only memmaps of large weight arrays in workers,
+        # which train those arrays in place.
+        with Parallel(n_jobs=s.n_jobs, max_nbytes=None) as parallel, bar:
+            while t < per_member:
+                n = min(interval, per_member - t)
+                members, results = self._train_all(parallel, members, params, n)
+                current = self._record(
+                    members, params, origins, results, run, ready_step, t, t + n
+                )
+                t += n
+                ready_step += 1
+                scores = np.array([_rank_value(self.rows[r]["score"]) for r in current])
+                run_best.append(scores.max())
+                bar.update(n)
+                bar.set_postfix(
+                    best=f"{self.best_score:.4g}", restarts=run, interval=interval
+                )
+                if t >= per_member:
+                    break
+                if s.restarts:
+                    fails = fails + 1 if _progress_stalled(run_best) else 0
+                    longer = interval * s.interval_multiplier
+                    if fails >= s.patience and per_member - t >= 2 * longer:
+                        interval = longer
+                        run += 1
+                        self.intervals.append(interval)
+                        members, params, origins = self._restart(pop, t)
+                        fails, run_best = 0, []
+                        continue
+                origins = self._exploit_explore(members, params, scores, current)
+
+    def _exploit_explore(self, members, params, scores, current):
+        """PBT's truncation selection, in place; returns the members' origins.
+
+        Each member of the bottom quantile copies the weights of a random member
+        of the top quantile and a perturbation of its hyperparameters.
+        """
+        s = self.owner
+        pop = len(members)
+        n_top = max(1, int(s.quantile * pop))
+        order = np.argsort(scores, kind="stable")
+        bottom, top = set(order[:n_top].tolist()), order[-n_top:]
+        origins = []
+        for i in range(pop):
+            if i in bottom:
+                j = int(self.rng.choice(top))
+                members[i] = copy.deepcopy(members[j])
+                params[i] = self.space.perturb(params[j], s.perturb_factor, self.rng)
+                origins.append(_origin(current[j], "exploit", "explore"))
+            else:
+                origins.append(_origin(current[i], "continue", "kept"))
+        return origins
+
+    def _restart(self, pop, t):
+        """A new population: shrink-and-perturb of the best or fresh weights."""
+        s = self.owner
+        n_fresh = int(round(s.random_weight_fraction * pop))
+        n_random = int(round(s.random_hp_fraction * pop))
+        sources = self.rng.permutation(
+            ["random"] * n_random + ["bo"] * (pop - n_random)
+        )
+        proposals = iter(self._propose(int((sources == "bo").sum()), t))
+        members, params, origins = [], [], []
+        for i in range(pop):
+            source = str(sources[i])
+            if source == "random":
+                params.append(self.space.sample(self.rng))
+            else:
+                hp, source = next(proposals)
+                params.append(hp)
+            seed = child_seeds(self.rng)
+            if i >= n_fresh:
+                member = copy.deepcopy(self.best_snapshot)
+                if all(shrink_perturb(e, s.shrink, s.perturb, seed) for e in member):
+                    members.append(member)
+                    origins.append(
+                        _origin(self.best_row, "shrink_perturb", source, seed)
+                    )
+                    continue
+            members.append(self._fresh(seed))
+            origins.append(_origin(-1, "init", source, seed))
+        return members, params, origins
+
+    def _propose(self, k, t):
+        """``k`` (setting, source) pairs from the time-varying GP (UCB, batch)."""
+        if k == 0:
+            return []
+        rows = [r for r in self.rows[-_BO_HISTORY:] if np.isfinite(r["score"])]
+        y = np.array([r["score"] for r in rows])
+        if len(rows) < 2 or np.ptp(y) == 0:  # nothing to model: prior draws
+            return [(self.space.sample(self.rng), "random") for _ in range(k)]
+        tau = np.array([[r["stop"] / self.per_member] for r in rows])
+        X = np.hstack([self.space.encode_many([r["params"] for r in rows]), tau])
+        d = X.shape[1]
+        kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(
+            np.full(d, 0.5), (1e-2, 1e2), nu=2.5
+        ) + WhiteKernel(1e-2, (1e-6, 1.0))
+        candidates, Z = self.space.sample_many(_BO_CANDIDATES, self.rng)
+        Z = np.hstack([Z, np.full((len(Z), 1), t / self.per_member)])
+        chosen, free = [], np.ones(len(Z), dtype=bool)
+        with warnings.catch_warnings():
+            # The GP's own hyperparameter fit hitting a bound is not the user's
+            # concern: the proposals stay valid draws from the prior.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            gp = GaussianProcessRegressor(
+                kernel, normalize_y=True, random_state=child_seeds(self.rng)
+            ).fit(X, y)
+            for _ in range(k):
+                mu, sd = gp.predict(Z, return_std=True)
+                ucb = np.where(free, mu + _BO_KAPPA * sd, -np.inf)
+                b = int(np.argmax(ucb))
+                chosen.append((candidates[b], "bo"))
+                free[b] = False
+                # Kriging believer: pretend the mean was observed, keep the kernel.
+                X, y = np.vstack([X, Z[b]]), np.append(y, mu[b])
+                gp = GaussianProcessRegressor(
+                    gp.kernel_, optimizer=None, normalize_y=True
+                ).fit(X, y)
+        return chosen
+
+    # --- results ----------------------------------------------------------------------
+
+    def _lineage(self, row):
+        chain = []
+        while row != -1:
+            chain.append(row)
+            row = self.rows[row]["parent"]
+        return chain[::-1]
+
+    def schedule(self, row):
+        """The hyperparameter schedule along the lineage of ``row``."""
+        out, own = [], 0
+        for idx in self._lineage(row):
+            r = self.rows[idx]
+            n = r["stop"] - r["start"]
+            joins = (
+                out
+                and r["weights_from"] in ("continue", "exploit")
+                and r["params"] == out[-1]["params"]
+                and r["run"] == out[-1]["run"]
+            )
+            if joins:
+                out[-1]["stop"] += n
+            else:
+                out.append(
+                    {
+                        "start": own,
+                        "stop": own + n,
+                        "params": dict(r["params"]),
+                        "run": r["run"],
+                        "weights_from": r["weights_from"],
+                    }
+                )
+            own += n
+        return out
+
+    def replay(self, row, X, y, fit_params):
+        """Retrain the lineage of ``row`` on (X, y) from its initialisation."""
+        s = self.owner
+        est = None
+        lineage = self._lineage(row)
+        for idx in progress(lineage, desc="IPBTSearchCV: refit", verbose=s.verbose):
+            r = self.rows[idx]
+            if r["weights_from"] == "init":
+                est = self._fresh_estimator(r["seed"])
+            elif r["weights_from"] == "shrink_perturb":
+                shrink_perturb(est, s.shrink, s.perturb, r["seed"])
+            est.set_params(**r["params"])
+            train(
+                est,
+                self.protocol,
+                r["stop"] - r["start"],
+                X,
+                y,
+                self.classes,
+                fit_params,
+            )
+        if self.protocol.mode == "warm_start":
+            # Give back the user's iteration count and warm_start (fitted state
+            # is untouched), so that the refit model reads like the estimator.
+            original = s.estimator.get_params(deep=True)
+            names = (self.protocol.iter_param, self.protocol.warm_param)
+            est.set_params(**{k: original[k] for k in names})
+        return est
+
+    def history(self):
+        """The history rows as a dict of numpy arrays (``history_``)."""
+        rows = self.rows
+        out = {
+            key: np.array([r[key] for r in rows])
+            for key in ("run", "ready_step", "member", "start", "stop", "score")
+        }
+        for k in range(len(self.folds)):
+            out[f"split{k}_score"] = np.array([r["split_scores"][k] for r in rows])
+        params = np.empty(len(rows), dtype=object)
+        params[:] = [dict(r["params"]) for r in rows]
+        out["params"] = params
+        for name in self.space.names:
+            column = np.empty(len(rows), dtype=object)
+            column[:] = [r["params"][name] for r in rows]
+            out[f"param_{name}"] = column
+        for key in ("parent", "seed"):
+            out[key] = np.array([r[key] for r in rows], dtype=int)
+        for key in ("weights_from", "params_from"):
+            out[key] = np.array([r[key] for r in rows])
+        for key in ("fit_time", "score_time"):
+            out[key] = np.array([r[key] for r in rows])
+        return out
