@@ -10,7 +10,7 @@ __all__ = ["skops_trusted_types"]
 
 
 def skops_trusted_types():
-    """Names of the sklearn_ext types that a fitted estimator's skops file holds.
+    """Return the names of the sklearn_ext types that skops files of estimators hold.
 
     ``skops.io.load(file, trusted=skops_trusted_types())`` loads any fitted
     sklearn_ext estimator without trusting anything outside this package (and
