@@ -30,7 +30,7 @@ It runs in under a minute on a laptop CPU.
 # Data: one row per dyad
 # ----------------------
 # ``tensor_to_dyads`` turns the (layers, nodes, nodes) adjacency tensor into
-# ``X`` (the two node indices first, then the dyad covariates) and ``Y``
+# ``X`` (the two node indices first, then the dyad covariates) and ``y``
 # (one column per layer). Splitting the rows holds out whole dyads.
 import matplotlib.pyplot as plt
 import numpy as np
@@ -44,20 +44,20 @@ from sklearn_ext.network import TGINEE, tensor_to_dyads
 A, C, truth = make_multilayer_network(
     200, 4, 2, layer_correlation=0.6, n_covariates=2, random_state=0
 )
-X, Y = tensor_to_dyads(A, C)
-X_tr, X_te, Y_tr, Y_te = train_test_split(X, Y, test_size=0.1, random_state=0)
-print(f"{len(X)} dyads, {Y.shape[1]} layers, edge density {np.nanmean(Y):.2f}")
+X, y = tensor_to_dyads(A, C)
+X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.1, random_state=0)
+print(f"{len(X)} dyads, {y.shape[1]} layers, edge density {np.nanmean(y):.2f}")
 
 # %%
 # Fit, and compare with the covariates alone
 # ------------------------------------------
 model = TGINEE(2, dyad_columns=(0, 1), working_covariance="exchangeable")
-model.fit(X_tr, Y_tr)
-plain = TGINEE(dyad_columns=None).fit(X_tr[:, 2:], Y_tr)
+model.fit(X_tr, y_tr)
+plain = TGINEE(dyad_columns=None).fit(X_tr[:, 2:], y_tr)
 
 
 def mean_auc(P):
-    return np.mean([roc_auc_score(Y_te[:, k], P[:, k]) for k in range(Y.shape[1])])
+    return np.mean([roc_auc_score(y_te[:, k], P[:, k]) for k in range(y.shape[1])])
 
 
 print(f"held-out AUC, T-GINEE:         {mean_auc(model.predict(X_te)):.3f}")

@@ -87,7 +87,8 @@ class TorchDeviceMixin:
       ValueError names the parameter when it is absent; with ``size`` and
       ``min_size``, ``device="auto"`` keeps small problems on the CPU), a
       ``torch.Generator`` seeded from ``random_state`` and the compute dtype
-      (float32, or float64 on the CPU with ``precision="float64"``);
+      (float32 unless the estimator asks otherwise, e.g. float64 on the CPU
+      through ``cpu_dtype``);
       :meth:`_record_device` stores ``device_``;
     - :meth:`_fitted_module`: the module to continue under ``warm_start``, with
       the one check (and the one message) that the architecture is unchanged;
@@ -132,7 +133,7 @@ class TorchDeviceMixin:
             if callable(method) and not getattr(method, "_thread_scoped", False):
                 setattr(cls, name, _thread_scoped(method))
 
-    def _torch_context(self, *, size=None, min_size=None, dtype=None):
+    def _torch_context(self, *, size=None, min_size=None, dtype=None, cpu_dtype=None):
         """Resolve the device (strictly) and seed a generator from random_state.
 
         Parameters
@@ -141,13 +142,17 @@ class TorchDeviceMixin:
             See :func:`~sklearn_ext.utils._torch.resolve_device`.
         dtype : torch.dtype, default=None
             The compute dtype; float32 by default.
+        cpu_dtype : torch.dtype, default=None
+            The compute dtype when the device is the CPU (e.g. float64 for a
+            second-order solver, keeping float32 on a GPU); ``dtype`` if None.
         """
         torch = import_torch()
         device = resolve_device(self.device, size=size, min_size=min_size)
+        dtype = torch.float32 if dtype is None else dtype
+        if cpu_dtype is not None and device.type == "cpu":
+            dtype = cpu_dtype
         return _TorchContext(
-            device=device,
-            generator=make_generator(self.random_state),
-            dtype=torch.float32 if dtype is None else dtype,
+            device=device, generator=make_generator(self.random_state), dtype=dtype
         )
 
     def _record_device(self, context):

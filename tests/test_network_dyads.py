@@ -161,7 +161,7 @@ def test_tensor_to_dyads_bad_inputs(A, covariates, directed, match):
         ([[0, 1], [0, 1]], [[1.0], [np.nan]], {"directed": True}, "more than once"),
         ([[0, 1], [0, 2]], [[1.0]], {}, "same number of rows"),
         ([0, 1], [1.0], {}, "X must be a 2-D array"),
-        ([[0, 1]], [[[1.0]]], {}, "Y must be of shape"),
+        ([[0, 1]], [[[1.0]]], {}, "y must be of shape"),
         ([[0, 1]], np.empty((1, 0)), {}, "at least one layer"),
         ([[0, 3]], [1.0], {"n_nodes": 3}, "needs n_nodes > 3"),
         ([[0, 1]], [1.0], {"dyad_columns": (0, 2)}, "dyad_columns must be two"),
@@ -222,3 +222,19 @@ def test_round_trip_property(tensor, detect):
     np.testing.assert_array_equal(X[:, 2:], C[i, j])
     back = dyads_to_tensor(X, Y, n_nodes=n_nodes, directed=directed)
     np.testing.assert_array_equal(back, A)
+
+
+def test_dyads_to_tensor_takes_dataframe_column_names():
+    pd = pytest.importorskip("pandas")
+    A, C = _random_tensor(2, 6, 1, False, seed=3)
+    X, y = tensor_to_dyads(A, C)
+    frame = pd.DataFrame(X[:, [2, 0, 1]], columns=["weight", "src", "dst"])
+    back = dyads_to_tensor(frame, y, n_nodes=6, dyad_columns=("src", "dst"))
+    np.testing.assert_array_equal(back, A)
+    # A name and a position mix.
+    back = dyads_to_tensor(frame, y, n_nodes=6, dyad_columns=("src", 2))
+    np.testing.assert_array_equal(back, A)
+    with pytest.raises(ValueError, match="names the column 'source'"):
+        dyads_to_tensor(frame, y, dyad_columns=("source", "dst"))
+    with pytest.raises(ValueError, match="X has no column names"):
+        dyads_to_tensor(X, y, dyad_columns=("src", "dst"))

@@ -12,6 +12,7 @@ from sklearn.model_selection import GridSearchCV, KFold, train_test_split
 
 from sklearn_ext.datasets import make_multilayer_network
 from sklearn_ext.network import TGINEE, tensor_to_dyads
+from sklearn_ext.network._tginee_solver import gee_blocks, moments, pattern_groups
 
 pytest.importorskip("torch")
 
@@ -32,7 +33,8 @@ def _network(n=80, rho=0.0, link="logit", seed=0, **kw):
 
 
 def _model(**kw):
-    return TGINEE(2, dyad_columns=(0, 1), device="cpu", random_state=0, **kw)
+    kw = {"dyad_columns": (0, 1), **kw}
+    return TGINEE(2, device="cpu", random_state=0, **kw)
 
 
 def test_recovers_communities_coefficients_and_links():
@@ -63,13 +65,11 @@ def test_coefficients_solve_the_gee_with_the_working_correlation(structure):
     X, Y, _ = _network(n=50, rho=0.6)
     model = _model(working_covariance=structure, max_iter=60, tol=1e-8).fit(X, Y)
     eta = np.log(model.predict(X) / (1 - model.predict(X)))
-    mu, dmu, var = model._moments(eta)
+    mu, dmu, var = moments(eta, "logit")
     inv_sd = 1 / np.sqrt(var)
-    groups = model._pattern_groups(np.ones_like(Y, dtype=bool))
+    groups = pattern_groups(np.ones_like(Y, dtype=bool))
     Zt = np.hstack([X[:, 2:], np.ones((len(X), 1))])
-    H, S = model._gee_blocks(
-        dmu, inv_sd, Y - mu, groups, Zt, model.working_correlation_
-    )
+    H, S = gee_blocks(dmu, inv_sd, Y - mu, groups, Zt, model.working_correlation_)
     # The estimating function for (beta, b) vanishes at the solution.
     assert np.abs(S.sum(0)).max() < 1e-4 * np.abs(S).sum(0).max()
     R = model.working_correlation_
@@ -198,19 +198,11 @@ def test_layer_count_must_match_fit():
         model.score(X, Y[:, :2])
 
 
-def test_inputs_are_not_modified():
-    X, Y, _ = _network(n=20)
-    X0, Y0 = X.copy(), Y.copy()
-    _model().fit(X, Y).predict(X)
-    assert_array_equal(X, X0)
-    assert_array_equal(Y, Y0)
-
-
 def test_a_layer_without_edges_does_not_drag_the_others():
     X, Y, truth = _network(n=60)
     Y = Y.copy()
     Y[:, 1] = 0
-    with pytest.warns(UserWarning, match=r"Layers \[1\] of Y take a single value"):
+    with pytest.warns(UserWarning, match=r"Layers \[1\] of y take a single value"):
         model = _model().fit(X, Y)
     assert np.abs(model.coef_[[0, 2]] - truth.coef[[0, 2]]).max() < 0.5
     assert np.isfinite(model.intercept_).all()
@@ -233,3 +225,137 @@ def test_huge_node_ids_and_refits_without_factors():
     model = _model().fit(X, Y)
     model.set_params(dyad_columns=None, link="logit").fit(X[:, 2:], Y)
     assert not hasattr(model, "node_factors_")
+
+
+# ---------------------------------------------------------- sample weights
+
+FITTED = (
+    "coef_",
+    "intercept_",
+    "node_factors_",
+    "layer_weights_",
+    "bse_",
+    "intercept_bse_",
+    "covariance_",
+    "working_correlation_",
+    "scale_",
+)
+
+
+@pytest.mark.parametrize("structure", ["exchangeable", "unstructured"])
+def test_integer_weights_are_repeated_dyads(structure):
+    """Weights are frequencies: likelihood, correlation, GEE and sandwich alike."""
+    X, Y, _ = _network(n=40, rho=0.5)
+    rng = np.random.RandomState(1)
+    Y = np.where(rng.rand(*Y.shape) < 0.1, np.nan, Y)
+    keep = ~np.isnan(Y).all(1)
+    X, Y = X[keep], Y[keep]
+    w = rng.randint(0, 4, size=len(X))
+    w[(X[:, 0] == 5) | (X[:, 1] == 5)] = 0  # node 5 only in dropped dyads
+    # Solved tightly: the two fits sum the same terms in different orders, so
+    # they agree to rounding, amplified up to the solver's tolerance.
+    params = {"working_covariance": structure, "tol": 1e-9, "max_iter": 200}
+    weighted = _model(**params).fit(X, Y, sample_weight=w)
+    order = rng.permutation(int(w.sum()))
+    X_rep, Y_rep = np.repeat(X, w, axis=0)[order], np.repeat(Y, w, axis=0)[order]
+    repeated = _model(**params).fit(X_rep, Y_rep)
+    assert_array_equal(weighted.nodes_, repeated.nodes_)
+    assert 5 not in weighted.nodes_
+    for attr in FITTED:
+        expected = np.asarray(getattr(repeated, attr))
+        scale = np.abs(expected).max()
+        assert_allclose(getattr(weighted, attr), expected, atol=1e-6 * scale)
+    assert_allclose(weighted.predict(X[w > 0]), repeated.predict(X[w > 0]), rtol=1e-6)
+    with pytest.raises(ValueError, match="Node 5 was not seen"):
+        weighted.transform([5])
+    # Weights that differ from one change the fit.
+    plain = _model(**params).fit(X, Y)
+    assert np.abs(plain.coef_ - weighted.coef_).max() > 1e-3
+
+
+def test_weighted_fit_is_weighted_least_squares_with_its_sandwich():
+    rng = np.random.RandomState(0)
+    X = rng.randn(150, 3)
+    Y = X @ rng.randn(2, 3).T + 0.3 + rng.randn(150, 2) * (1 + X[:, :1] ** 2)
+    w = rng.uniform(0.2, 3.0, size=150)
+    model = TGINEE(link="identity", working_covariance="independence", device="cpu")
+    model.fit(X, Y, sample_weight=w)
+    Xt = np.hstack([X, np.ones((150, 1))])
+    root = np.sqrt(w)[:, None]
+    wls = np.linalg.lstsq(Xt * root, Y * root, rcond=None)[0].T
+    assert_allclose(model.coef_, wls[:, :3], atol=1e-6)
+    assert_allclose(model.intercept_, wls[:, 3], atol=1e-6)
+    # HC0 sandwich of WLS with frequency weights, layer by layer.
+    bread = np.linalg.inv(Xt.T @ (Xt * w[:, None]))
+    for layer in range(2):
+        r = Y[:, layer] - Xt @ wls[layer]
+        meat = Xt.T @ (Xt * (w * r**2)[:, None])
+        se = np.sqrt(np.diag(bread @ meat @ bread))
+        assert_allclose(model.bse_[layer], se[:3], rtol=1e-5)
+        assert_allclose(model.intercept_bse_[layer], se[3], rtol=1e-5)
+
+
+# ------------------------------------------------ column names, string ids
+
+
+def test_dataframe_column_names_and_string_node_ids():
+    pd = pytest.importorskip("pandas")
+    X, Y, _ = _network(n=30)
+    by_index = _model().fit(X, Y)
+    names = np.array([f"node{k:02d}" for k in range(30)], dtype=object)
+    i, j = X[:, 0].astype(int), X[:, 1].astype(int)
+    frame = pd.DataFrame(
+        {"x1": X[:, 2], "src": names[i], "x2": X[:, 3], "dst": names[j]}
+    )
+    by_name = _model(dyad_columns=("src", "dst")).fit(frame, Y)
+    assert by_name.nodes_.dtype == object
+    assert list(by_name.nodes_) == list(names)
+    assert_allclose(by_name.predict(frame), by_index.predict(X), rtol=1e-10)
+    assert_allclose(by_name.coef_, by_index.coef_, rtol=1e-10)
+    assert_allclose(
+        by_name.transform(["node03", "node00"]), by_index.transform([3, 0]), rtol=1e-10
+    )
+    # Integer ids in named columns work too.
+    ints = frame.assign(src=i, dst=j)
+    by_int_name = _model(dyad_columns=["src", "dst"]).fit(ints, Y)
+    assert_allclose(by_int_name.predict(ints), by_index.predict(X), rtol=1e-10)
+
+    new = frame.iloc[:2].copy()
+    new.loc[new.index[0], "dst"] = "stranger"
+    with pytest.raises(ValueError, match="Node 'stranger' was not seen during fit"):
+        by_name.predict(new)
+    with pytest.raises(ValueError, match="Node 3 was not seen"):
+        by_name.transform([3])
+    with pytest.raises(ValueError, match="Node 'node03' was not seen"):
+        by_index.transform(["node03"])
+    with pytest.raises(ValueError, match="names the column 'source'"):
+        _model(dyad_columns=("source", "dst")).fit(frame, Y)
+    # A string among the covariates is still an error, and so are mixed ids.
+    bad = frame.astype({"x1": object})
+    bad.loc[0, "x1"] = "high"
+    with pytest.raises(ValueError, match="could not convert string"):
+        by_name.fit(bad, Y)
+    mixed = frame.astype({"src": object})
+    mixed.loc[0, "src"] = 7
+    with pytest.raises(ValueError, match="mix strings and numbers"):
+        by_name.fit(mixed, Y)
+
+
+# ------------------------------------------------- progress and warnings
+
+
+def test_verbose_shows_a_labelled_progress_bar(capsys):
+    X, Y, _ = _network(n=20)
+    _model(verbose=1, max_iter=3).fit(X, Y)
+    out, err = capsys.readouterr()
+    assert "TGINEE: rounds" in err
+    assert out == ""
+
+
+def test_convergence_warning_names_the_callers_line():
+    X, Y, _ = _network(n=20)
+    with pytest.warns(ConvergenceWarning, match="max_iter=1") as record:
+        _model(max_iter=1).fit(X, Y)
+    assert record[0].filename == __file__
+    model = _model().fit(X, y=Y)
+    assert model.device_ == "cpu"

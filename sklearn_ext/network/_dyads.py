@@ -4,10 +4,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from numbers import Integral
+from types import SimpleNamespace
 
 import numpy as np
 
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
+from sklearn_ext.utils._validation import column_index
 
 __all__ = ["dyads_to_tensor", "tensor_to_dyads"]
 
@@ -65,8 +67,9 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
         One row per kept dyad, float64: the node indices ``i`` and ``j`` (floats
         holding integers) in the first two columns, then the covariates
         ``x_ij``.
-    Y : ndarray of shape (n_dyads, n_layers)
-        Edge values of the kept dyads, float64, NaN where unobserved.
+    y : ndarray of shape (n_dyads, n_layers)
+        Edge values of the kept dyads, float64, NaN where unobserved: the
+        target of :class:`~sklearn_ext.network.TGINEE`.
 
     See Also
     --------
@@ -74,7 +77,7 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
 
     Notes
     -----
-    ``dyads_to_tensor(X, Y, n_nodes, directed=directed)`` gives ``A`` back, with
+    ``dyads_to_tensor(X, y, n_nodes, directed=directed)`` gives ``A`` back, with
     NaN on the diagonal, for the ``directed`` that was used (or detected).
 
     Examples
@@ -82,12 +85,12 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
     >>> import numpy as np
     >>> from sklearn_ext.network import tensor_to_dyads
     >>> A = np.array([[[np.nan, 1, 0], [1, np.nan, 1], [0, 1, np.nan]]])
-    >>> X, Y = tensor_to_dyads(A)
+    >>> X, y = tensor_to_dyads(A)
     >>> X
     array([[0., 1.],
            [0., 2.],
            [1., 2.]])
-    >>> Y.ravel()
+    >>> y.ravel()
     array([1., 0., 1.])
     """
     A = _as_float_array(A, "A")
@@ -160,36 +163,69 @@ def _node_indices(values, name):
     return values.astype(np.int64)
 
 
+def _named_columns(X, dyad_columns):
+    """``dyad_columns`` with column names of a DataFrame ``X`` made positions."""
+    columns = tuple(dyad_columns)
+    if not any(isinstance(c, str) for c in columns):
+        return columns
+    names = getattr(X, "columns", None)
+    # column_index reads the names where an estimator keeps them.
+    holder = SimpleNamespace(
+        feature_names_in_=None if names is None else np.asarray(names, object)
+    )
+    n_columns = np.shape(X)[1] if np.ndim(X) == 2 else 0
+    return tuple(
+        column_index(holder, c, n_columns, param="dyad_columns")
+        if isinstance(c, str)
+        else c
+        for c in columns
+    )
+
+
+def _check_columns(columns, n_columns, dyad_columns):
+    if (
+        len(columns) != 2
+        or not all(isinstance(c, Integral) for c in columns)
+        or not all(-n_columns <= c < n_columns for c in columns)
+        or columns[0] % n_columns == columns[1] % n_columns
+    ):
+        raise ValueError(
+            "dyad_columns must be two distinct column indices of X, which has "
+            f"{n_columns} columns; got {dyad_columns!r}."
+        )
+
+
 @validate_params(
     {
         "X": ["array-like"],
-        "Y": ["array-like"],
+        "y": ["array-like"],
         "n_nodes": [Interval(Integral, 0, None, closed="left"), None],
         "dyad_columns": [tuple, list],
         "directed": ["boolean"],
     },
     prefer_skip_nested_validation=True,
 )
-def dyads_to_tensor(X, Y, n_nodes=None, *, dyad_columns=(0, 1), directed=False):
+def dyads_to_tensor(X, y, n_nodes=None, *, dyad_columns=(0, 1), directed=False):
     """Assemble dyad-level samples into a multilayer adjacency tensor.
 
-    The inverse of :func:`tensor_to_dyads`: row ``k`` of ``Y`` goes to
+    The inverse of :func:`tensor_to_dyads`: row ``k`` of ``y`` goes to
     ``A[:, i, j]`` with ``i, j`` the node indices in row ``k`` of ``X``, and for
     an undirected network to ``A[:, j, i]`` as well. Entries no dyad gives, and
     the diagonal, are NaN.
 
     Parameters
     ----------
-    X : array-like of shape (n_dyads, n_features)
+    X : array-like or DataFrame of shape (n_dyads, n_features)
         Dyad samples; the columns ``dyad_columns`` hold the node indices
-        (non-negative integers, possibly stored as floats). Other columns are
-        ignored.
-    Y : array-like of shape (n_dyads, n_layers) or (n_dyads,)
+        (non-negative integers, possibly stored as floats: the positions of
+        the nodes in the tensor). Other columns are ignored.
+    y : array-like of shape (n_dyads, n_layers) or (n_dyads,)
         Edge values of each dyad in each layer; a 1-D array is one layer.
     n_nodes : int, default=None
         Number of nodes; by default the largest node index plus one.
-    dyad_columns : tuple of two int, default=(0, 1)
-        Columns of ``X`` that hold the node indices ``i`` and ``j``.
+    dyad_columns : tuple of two int or str, default=(0, 1)
+        Columns of ``X`` that hold the node indices ``i`` and ``j``: positions,
+        or column names when ``X`` is a DataFrame.
     directed : bool, default=False
         Whether the network is directed. If False, ``(i, j)`` and ``(j, i)`` are
         the same dyad and both entries of ``A`` are filled.
@@ -213,14 +249,15 @@ def dyads_to_tensor(X, Y, n_nodes=None, *, dyad_columns=(0, 1), directed=False):
     >>> import numpy as np
     >>> from sklearn_ext.network import dyads_to_tensor
     >>> X = np.array([[0, 1], [1, 2]])
-    >>> Y = np.array([[1.0], [0.0]])
-    >>> dyads_to_tensor(X, Y, n_nodes=3)
+    >>> y = np.array([[1.0], [0.0]])
+    >>> dyads_to_tensor(X, y, n_nodes=3)
     array([[[nan,  1., nan],
             [ 1., nan,  0.],
             [nan,  0., nan]]])
     """
+    columns = _named_columns(X, dyad_columns)
     X = _as_float_array(X, "X")
-    Y = _as_float_array(Y, "Y")
+    Y = _as_float_array(y, "y")
     if X.ndim != 2:
         raise ValueError(
             f"X must be a 2-D array of shape (n_dyads, n_features); got ndim={X.ndim}."
@@ -229,26 +266,16 @@ def dyads_to_tensor(X, Y, n_nodes=None, *, dyad_columns=(0, 1), directed=False):
         Y = Y[:, None]
     if Y.ndim != 2:
         raise ValueError(
-            f"Y must be of shape (n_dyads, n_layers) or (n_dyads,); got ndim={Y.ndim}."
+            f"y must be of shape (n_dyads, n_layers) or (n_dyads,); got ndim={Y.ndim}."
         )
     if X.shape[0] != Y.shape[0]:
         raise ValueError(
-            f"X and Y must have the same number of rows (dyads); got {X.shape[0]} "
+            f"X and y must have the same number of rows (dyads); got {X.shape[0]} "
             f"and {Y.shape[0]}."
         )
     if Y.shape[1] == 0:
-        raise ValueError("Y must have at least one layer (column).")
-    columns = tuple(dyad_columns)
-    if (
-        len(columns) != 2
-        or not all(isinstance(c, Integral) for c in columns)
-        or not all(-X.shape[1] <= c < X.shape[1] for c in columns)
-        or columns[0] % X.shape[1] == columns[1] % X.shape[1]
-    ):
-        raise ValueError(
-            "dyad_columns must be two distinct column indices of X, which has "
-            f"{X.shape[1]} columns; got {dyad_columns!r}."
-        )
+        raise ValueError("y must have at least one layer (column).")
+    _check_columns(columns, X.shape[1], dyad_columns)
     rows = _node_indices(X[:, columns[0]], "first dyad")
     cols = _node_indices(X[:, columns[1]], "second dyad")
     if (rows == cols).any():
