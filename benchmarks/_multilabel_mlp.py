@@ -70,11 +70,11 @@ class MLPLossClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstim
         layers.append(torch.nn.Linear(d, self.n_labels_))
         return torch.nn.Sequential(*layers)
 
-    def fit(self, X, Y):
+    def fit(self, X, y):
         torch = import_torch()
         F = torch.nn.functional
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64)
-        Y = np.asarray(Y.toarray() if sp.issparse(Y) else Y, dtype=np.float64)
+        Y = np.asarray(y.toarray() if sp.issparse(y) else y, dtype=np.float64)
         self.n_labels_ = Y.shape[1]
         ctx = self._torch_context()
         module = init_parameters(self._build_module("module_"), ctx.generator)

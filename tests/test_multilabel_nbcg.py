@@ -20,7 +20,7 @@ from sklearn_ext.multilabel import (
     learn_label_graph,
     nash_bargaining_weights,
 )
-from sklearn_ext.multilabel._nbcg import _coalition_masks, _greedy_dag
+from sklearn_ext.multilabel._label_graph import _coalition_masks, _greedy_dag
 
 pytest.importorskip("torch")
 
@@ -115,7 +115,7 @@ def test_coalition_masks_follow_edges_into_a_coalition():
 
 
 def test_label_graph_recovers_a_planted_dag():
-    _, Y, info = make_longtail_multilabel(
+    _, y, info = make_longtail_multilabel(
         n_samples=4000,
         n_labels=12,
         max_frequency=0.4,
@@ -123,7 +123,7 @@ def test_label_graph_recovers_a_planted_dag():
         return_structure=True,
         random_state=1,
     )
-    G = learn_label_graph(Y, random_state=0) > 0
+    G = learn_label_graph(y, random_state=0) > 0
     truth = info.graph > 0
     skeleton_hits = ((G | G.T) & truth).sum()
     assert not np.linalg.matrix_power(G.astype(int), 12).any()
@@ -131,26 +131,41 @@ def test_label_graph_recovers_a_planted_dag():
     assert skeleton_hits / truth.sum() >= 0.4  # recall
 
 
+def test_label_graph_weights_act_as_repeated_rows():
+    _, y = make_longtail_multilabel(
+        n_samples=800, n_labels=6, max_frequency=0.4, parent_effect=3.0, random_state=3
+    )
+    w = np.random.RandomState(0).randint(0, 4, len(y))  # zeros drop rows
+    weighted = learn_label_graph(y, sample_weight=w, random_state=0)
+    repeated = learn_label_graph(np.repeat(y, w, axis=0), random_state=0)
+    assert weighted.any()
+    assert_allclose(weighted, repeated, rtol=1e-9, atol=1e-12)
+    # Weights that matter change the graph: keep only rows without label 0.
+    alone = learn_label_graph(y, sample_weight=y[:, 0] == 0, random_state=0)
+    assert not alone[0].any() and not alone[:, 0].any()
+    assert not np.array_equal(alone > 0, weighted > 0)
+
+
 def test_label_graph_of_independent_labels_is_empty():
     rng = np.random.RandomState(0)
-    Y = (rng.rand(3000, 5) < [0.4, 0.3, 0.2, 0.1, 0.05]).astype(int)
-    assert not learn_label_graph(Y, random_state=0).any()
+    y = (rng.rand(3000, 5) < [0.4, 0.3, 0.2, 0.1, 0.05]).astype(int)
+    assert not learn_label_graph(y, random_state=0).any()
 
 
 # --------------------------------------------------------------- estimator
 
 
 def test_fit_predict_shapes_and_fitted_structure():
-    X, Y, X_test, Y_test = _data(n_test=400)
-    clf = NBCGClassifier(**SMALL).fit(X, Y)
+    X, y, X_test, y_test = _data(n_test=400)
+    clf = NBCGClassifier(**SMALL).fit(X, y)
     pred, proba = clf.predict(X_test), clf.predict_proba(X_test)
-    assert pred.shape == Y_test.shape and pred.dtype == Y.dtype
+    assert pred.shape == y_test.shape and pred.dtype == y.dtype
     assert np.all((proba > 0) & (proba < 1))
     assert_array_equal(pred, (proba > 0.5).astype(int))
-    assert f1_score(Y_test, pred, average="micro") > 0.8
+    assert f1_score(y_test, pred, average="micro") > 0.8
     # Coalitions partition the labels; masks hold the diagonal.
     labels = np.sort(np.concatenate(clf.coalitions_))
-    assert_array_equal(labels, np.arange(Y.shape[1]))
+    assert_array_equal(labels, np.arange(y.shape[1]))
     K = len(clf.coalitions_)
     assert K == 3  # ceil(sqrt(8))
     assert clf.masks_.shape == (K, K) and clf.masks_.diagonal().all()
@@ -160,10 +175,10 @@ def test_fit_predict_shapes_and_fitted_structure():
 
 
 def test_ablations_change_what_they_claim():
-    X, Y = _data()
-    nash = NBCGClassifier(**SMALL).fit(X, Y)
-    total = NBCGClassifier(objective="sum", **SMALL).fit(X, Y)
-    rand = NBCGClassifier(coalitions="random", **SMALL).fit(X, Y)
+    X, y = _data()
+    nash = NBCGClassifier(**SMALL).fit(X, y)
+    total = NBCGClassifier(objective="sum", **SMALL).fit(X, y)
+    rand = NBCGClassifier(coalitions="random", **SMALL).fit(X, y)
     assert_allclose(total.bargaining_weights_, 1)
     assert np.abs(nash.bargaining_weights_ - 1).max() > 0.05
     assert sorted(map(len, rand.coalitions_)) == sorted(map(len, nash.coalitions_))
@@ -172,9 +187,9 @@ def test_ablations_change_what_they_claim():
 
 
 def test_linear_trunk_is_a_linear_model():
-    X, Y, X_test, Y_test = _data(n_test=400)
-    clf = NBCGClassifier(**{**SMALL, "hidden_layer_sizes": ()}).fit(X, Y)
-    assert f1_score(Y_test, clf.predict(X_test), average="micro") > 0.8
+    X, y, X_test, y_test = _data(n_test=400)
+    clf = NBCGClassifier(**{**SMALL, "hidden_layer_sizes": ()}).fit(X, y)
+    assert f1_score(y_test, clf.predict(X_test), average="micro") > 0.8
     # Logits are affine in X: the midpoint's logit is the mean of the two.
     a, b = X_test[:1], X_test[1:2]
     mid = clf.decision_function((a + b) / 2)
@@ -194,10 +209,10 @@ def test_one_dimensional_y_is_multiclass():
 
 
 def test_sparse_input_matches_dense():
-    X, Y = _data(n=300)
+    X, y = _data(n=300)
     X[X < 1] = 0.0
-    dense = NBCGClassifier(**SMALL).fit(X, Y)
-    sparse = NBCGClassifier(**SMALL).fit(sp.csr_matrix(X), Y)
+    dense = NBCGClassifier(**SMALL).fit(X, y)
+    sparse = NBCGClassifier(**SMALL).fit(sp.csr_matrix(X), y)
     assert_allclose(
         sparse.predict_proba(sp.csr_matrix(X)), dense.predict_proba(X), rtol=1e-5
     )
@@ -205,87 +220,176 @@ def test_sparse_input_matches_dense():
 
 def _corpus(n, random_state):
     """Documents whose words come from the vocabularies of their labels."""
-    _, Y = _data(n=n)
+    _, y = _data(n=n)
     rng = np.random.RandomState(random_state)
     docs = []
-    for row in Y:
+    for row in y:
         words = [f"bg{rng.randint(50)}" for _ in range(8)]
         for k in np.flatnonzero(row):
             words += [f"lab{k}w{rng.randint(4)}" for _ in range(4)]
         rng.shuffle(words)
         docs.append(" ".join(words))
-    return docs, Y
+    return docs, y
 
 
 def test_tfidf_pipeline_on_raw_text():
-    docs, Y = _corpus(500, 0)
+    docs, y = _corpus(500, 0)
     params = {**SMALL, "learning_rate_init": 1e-2, "max_iter": 40}
     model = make_pipeline(TfidfVectorizer(), NBCGClassifier(**params))
-    model.fit(docs[:400], Y[:400])
+    model.fit(docs[:400], y[:400])
     pred = model.predict(docs[400:])
-    assert pred.shape == (100, Y.shape[1])
-    assert f1_score(Y[400:], pred, average="micro") > 0.9
+    assert pred.shape == (100, y.shape[1])
+    assert f1_score(y[400:], pred, average="micro") > 0.9
 
 
 def test_warm_start_continues_and_refuses_new_labels():
-    X, Y = _data(n=300)
-    clf = NBCGClassifier(warm_start=True, **{**SMALL, "max_iter": 5}).fit(X, Y)
+    X, y = _data(n=300)
+    clf = NBCGClassifier(warm_start=True, **{**SMALL, "max_iter": 5}).fit(X, y)
     graph, n_iter = clf.label_graph_.copy(), clf.n_iter_
-    clf.fit(X, Y)
+    clf.fit(X, y)
     assert clf.n_iter_ == 2 * n_iter
     assert clf.bargaining_weights_.shape[0] == clf.n_iter_
     assert_array_equal(clf.label_graph_, graph)
-    with pytest.raises(ValueError, match="warm_start"):
-        clf.fit(X, Y[:, :-1])
+    # The one warm-start check names what changed: here the labels.
+    with pytest.raises(ValueError, match="warm_start.*classes"):
+        clf.fit(X, y[:, :-1])
+    assert clf.n_iter_ == 2 * n_iter
+
+
+# ------------------------------------------------------------ sample weights
+
+
+def _weighted_problem():
+    """Labels partly predictable from X, and weights 2 on label 0's positives."""
+    rng = np.random.RandomState(0)
+    n = 300
+    X = rng.randn(n, 5)
+    logits = np.c_[
+        1.5 * X[:, 0], 1.5 * X[:, 1] - 1, np.full(n, -1.0), X[:, 2] - X[:, 3]
+    ]
+    y = (rng.rand(n, 4) < 1 / (1 + np.exp(-logits))).astype(int)
+    w = np.where(y[:, 0] == 1, 2, 1)
+    return X, y, w
+
+
+WEIGHTED = {
+    "hidden_layer_sizes": (),
+    "max_iter": 300,
+    "learning_rate_init": 2e-2,
+    "batch_size": 64,
+    "device": "cpu",
+}
+
+
+def test_sample_weight_structure_equals_repeated_rows():
+    """The deterministic stages see integer weights exactly as repeated rows."""
+    X, y = _data(n=300)
+    w = np.random.RandomState(1).randint(0, 3, len(y))
+    params = {**SMALL, "max_iter": 2}
+    weighted = NBCGClassifier(**params).fit(X, y, sample_weight=w)
+    repeated = NBCGClassifier(**params).fit(
+        np.repeat(X, w, axis=0), np.repeat(y, w, axis=0)
+    )
+    plain = NBCGClassifier(**params).fit(X, y)
+    assert_array_equal(weighted.label_frequencies_, repeated.label_frequencies_)
+    assert_allclose(weighted.label_graph_, repeated.label_graph_, rtol=1e-9)
+    assert weighted.label_graph_.any()
+    for a, b in zip(weighted.coalitions_, repeated.coalitions_, strict=True):
+        assert_array_equal(a, b)
+    assert_array_equal(weighted.masks_, repeated.masks_)
+    assert not np.array_equal(weighted.label_frequencies_, plain.label_frequencies_)
+
+
+def _mean_distance(A, B):
+    """Mean absolute difference of predictions over pairs of different seeds."""
+    pairs = [(a, b) for i, a in enumerate(A) for j, b in enumerate(B) if i != j]
+    return np.mean([np.abs(a - b).mean() for a, b in pairs])
+
+
+@pytest.mark.slow
+def test_sample_weight_two_matches_duplicated_rows_in_distribution():
+    """Weights of 2 and duplicated rows give fits indistinguishable over seeds.
+
+    Minibatches differ (repeated rows make more steps per epoch), so the fits
+    cannot agree bit for bit; the distance between weighted and repeated fits
+    of different seeds must be within the seed-to-seed spread of the repeated
+    fits, while ignoring the weights moves the fit well outside it.
+    """
+    X, y, w = _weighted_problem()
+    X_rep, y_rep = np.repeat(X, w, axis=0), np.repeat(y, w, axis=0)
+    seeds = range(4)
+
+    def fits(Xf, yf, sample_weight):
+        return [
+            NBCGClassifier(random_state=s, **WEIGHTED)
+            .fit(Xf, yf, sample_weight=sample_weight)
+            .predict_proba(X)
+            for s in seeds
+        ]
+
+    weighted = fits(X, y, w)
+    repeated = fits(X_rep, y_rep, None)
+    unweighted = fits(X, y, None)
+    spread = max(_mean_distance(repeated, repeated), _mean_distance(weighted, weighted))
+    assert _mean_distance(weighted, repeated) < 1.5 * spread
+    # Weights that matter: label 0's positives count twice, so its predicted
+    # probability rises, as with the repeated rows and unlike without weights.
+    assert _mean_distance(unweighted, repeated) > 2 * spread
+    label0 = [np.mean(P, axis=(0, 1))[0] for P in (weighted, repeated, unweighted)]
+    assert abs(label0[0] - label0[1]) < 0.03
+    assert label0[0] > label0[2] + 0.08
+
+
+def test_zero_weights_remove_the_label_they_carry():
+    """A label whose positives all weigh 0 is, for the fit, a label never seen."""
+    X, y = _data(n=300)
+    w = np.where(y[:, 0] == 1, 0.0, 1.0)
+    with pytest.warns(UserWarning, match=r"never occur: labels \[0\]"):
+        clf = NBCGClassifier(**SMALL).fit(X, y, sample_weight=w)
+    assert clf.label_frequencies_[0] == 0
+    assert clf.predict_proba(X)[:, 0].max() < 0.05
+    assert NBCGClassifier(**SMALL).fit(X, y).predict(X)[:, 0].any()
 
 
 # --------------------------------------------------------------- bad input
 
 
 @pytest.mark.parametrize(
-    "Y_bad, match",
+    "y_bad, match",
     [
-        (lambda Y: Y * 2, "binary indicator"),
-        (lambda Y: Y + 0.5, "binary indicator"),
-        (lambda Y: Y[:-3], "different numbers of samples"),
-        (lambda Y: Y[:, :, None], "binary indicator|dimension"),
+        (lambda y: y * 2, "binary indicator"),
+        (lambda y: y + 0.5, "binary indicator"),
+        (lambda y: y[:-3], "different numbers of samples"),
+        (lambda y: y[:, :, None], "binary indicator|dimension"),
     ],
 )
-def test_bad_targets_raise_clear_errors(Y_bad, match):
-    X, Y = _data(n=100)
+def test_bad_targets_raise_clear_errors(y_bad, match):
+    X, y = _data(n=100)
     with pytest.raises(ValueError, match=match):
-        NBCGClassifier(**SMALL).fit(X, Y_bad(Y))
+        NBCGClassifier(**SMALL).fit(X, y_bad(y))
 
 
 def test_label_that_never_occurs_warns_and_is_not_predicted():
-    X, Y = _data(n=300)
-    Y = Y.copy()
-    Y[:, 3] = 0
+    X, y = _data(n=300)
+    y = y.copy()
+    y[:, 3] = 0
     with pytest.warns(UserWarning, match=r"never occur: labels \[3\]"):
-        clf = NBCGClassifier(**SMALL).fit(X, Y)
+        clf = NBCGClassifier(**SMALL).fit(X, y)
     assert not clf.predict(X)[:, 3].any()
 
 
 def test_rows_without_labels_warn_with_their_count():
-    X, Y = _data(n=300)
-    empty = int((Y.sum(1) == 0).sum())
+    X, y = _data(n=300)
+    empty = int((y.sum(1) == 0).sum())
     assert empty > 0
-    with pytest.warns(UserWarning, match=f"{empty} of 300 rows of Y have no label"):
-        NBCGClassifier(**SMALL).fit(X, Y)
-
-
-def test_inputs_are_not_modified():
-    X, Y = _data(n=200)
-    X0, Y0 = X.copy(), Y.copy()
-    NBCGClassifier(**SMALL).fit(X, Y).predict(X)
-    assert_array_equal(X, X0)
-    assert_array_equal(Y, Y0)
+    with pytest.warns(UserWarning, match=f"{empty} of 300 rows of y have no label"):
+        NBCGClassifier(**SMALL).fit(X, y)
 
 
 def test_bad_hidden_layer_sizes_is_named():
-    X, Y = _data(n=100)
+    X, y = _data(n=100)
     with pytest.raises(ValueError, match="hidden_layer_sizes"):
-        NBCGClassifier(**{**SMALL, "hidden_layer_sizes": (0,)}).fit(X, Y)
+        NBCGClassifier(**{**SMALL, "hidden_layer_sizes": (0,)}).fit(X, y)
 
 
 def test_nash_weight_cap_holds_with_many_players():
@@ -308,13 +412,13 @@ def test_multiclass_probabilities_are_calibrated_on_pure_noise():
 def test_warm_start_refuses_other_features_and_pickle_uses_fitted_shape():
     import pickle
 
-    X, Y = _data(n=200)
-    clf = NBCGClassifier(warm_start=True, **{**SMALL, "max_iter": 3}).fit(X, Y)
+    X, y = _data(n=200)
+    clf = NBCGClassifier(warm_start=True, **{**SMALL, "max_iter": 3}).fit(X, y)
     with pytest.raises(ValueError, match="features"):
-        clf.fit(X[:, :10], Y)
+        clf.fit(X[:, :10], y)
     assert clf.n_features_in_ == X.shape[1]
-    with pytest.raises(ValueError, match="warm_start"):
-        clf.set_params(n_coalitions=2).fit(X, Y)
+    with pytest.raises(ValueError, match="warm_start.*n_coalitions: 'auto' -> 2"):
+        clf.set_params(n_coalitions=2).fit(X, y)
     clf.set_params(n_coalitions="auto", hidden_layer_sizes=(16,))
     clone = pickle.loads(pickle.dumps(clf))
     assert_allclose(clone.predict_proba(X), clf.predict_proba(X))

@@ -3,10 +3,8 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from sklearn_ext.multilabel._nbcg import (
-    NBCGClassifier,
-    learn_label_graph,
-    nash_bargaining_weights,
-)
+from sklearn_ext.multilabel._bargaining import nash_bargaining_weights
+from sklearn_ext.multilabel._label_graph import learn_label_graph
+from sklearn_ext.multilabel._nbcg import NBCGClassifier
 
 __all__ = ["NBCGClassifier", "learn_label_graph", "nash_bargaining_weights"]

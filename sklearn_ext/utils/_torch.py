@@ -368,16 +368,18 @@ def weighted_mean(losses, weights=None):
 
     Parameters
     ----------
-    losses : tensor of shape (batch,)
+    losses : tensor of shape (batch,) or (batch, k)
+        Per-sample losses; with k columns (e.g. one loss per task), each
+        column is averaged alike, in one kernel.
     weights : tensor of shape (batch,) or None
 
     Returns
     -------
-    scalar tensor
+    tensor of shape () or (k,)
     """
     if weights is None:
-        return losses.mean()
-    return (losses * weights).sum() / losses.shape[0]
+        return losses.mean(0)
+    return weights @ losses / losses.shape[0]
 
 
 def train_loop(
