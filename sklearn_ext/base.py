@@ -443,7 +443,13 @@ class MultiViewMixin:
         ``reset=True`` stores the parsed views as ``views_``; later calls reuse them.
         """
         if reset:
-            self.views_ = check_views(self.views, X.shape[1])
+            # After validate_data, whose feature_names_in_ lets views name
+            # DataFrame columns.
+            self.views_ = check_views(
+                self.views,
+                X.shape[1],
+                feature_names=getattr(self, "feature_names_in_", None),
+            )
         return observed_views(X, self.views_, require_one=require_one)
 
     def __sklearn_tags__(self):

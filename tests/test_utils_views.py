@@ -25,14 +25,17 @@ def test_sizes_give_consecutive_blocks():
         ([2, 0, 3], 5, ValueError, r"view 1 has size 0"),
         ([], 5, ValueError, r"at least one view"),
         ([[0, 1], [1, 2]], 3, ValueError, r"column 1 is in view 0 and in view 1"),
-        ([[0, 1], [5]], 3, ValueError, r"view 1 refers to column\(s\) 5"),
-        ([[0], [-1, 1, 2]], 3, ValueError, r"view 1 refers to column\(s\) -1"),
+        ([[0, 1], [5]], 3, ValueError, r"views\[1\]=5 is out of range for X with 3"),
+        ([[0], [-4, 1, 2]], 3, ValueError, r"views\[1\]=-4 is out of range"),
+        ([[0], [-1, 1, 2]], 3, ValueError, r"view 1 lists column 2 more than once"),
         ([[0, 1]], 3, ValueError, r"column\(s\) 2 belong to no view"),
-        ([[0, 0, 1], [2]], 3, ValueError, r"view 0 lists a column more than once"),
+        ([[0, 0, 1], [2]], 3, ValueError, r"view 0 lists column 0 more than once"),
         ([[0, 1], []], 2, ValueError, r"view 1 must be a non-empty"),
         ([2, [2]], 3, TypeError, r"all sizes \(ints\) or all column index lists"),
         ("abc", 3, TypeError, r"views must be None"),
-        ([[0.5, 1], [2]], 3, TypeError, r"non-integer column indices"),
+        ([[0.5, 1], [2]], 3, TypeError, r"views\[0\] must hold column positions"),
+        ([[True, 1], [2]], 3, TypeError, r"got True of type bool"),
+        ([["a", 1], [2]], 3, ValueError, r"names the column 'a', but X has no column"),
     ],
 )
 def test_bad_views_are_named(views, n_features, error, match):
@@ -54,6 +57,58 @@ def test_index_lists_and_sizes_agree_on_random_layouts(sizes, rnd):
     blocks = check_views(sizes, n)
     assert np.array_equal(np.sort(np.concatenate(blocks)), np.arange(n))
     assert [len(b) for b in blocks] == sizes
+
+
+def test_negative_positions_count_from_the_end():
+    views = check_views([[-1, 0], [1]], 3)
+    assert [v.tolist() for v in views] == [[2, 0], [1]]
+
+
+NAMES = ["age", "height", "income", "weight"]
+
+
+def test_column_names_and_positions_follow_one_rule():
+    views = check_views([["income", "age"], [1, "weight"]], 4, feature_names=NAMES)
+    assert [v.tolist() for v in views] == [[2, 0], [1, 3]]
+    # The sizes form does not need names, and ignores them.
+    assert [v.tolist() for v in check_views([3, 1], 4, NAMES)] == [[0, 1, 2], [3]]
+
+
+@pytest.mark.parametrize(
+    "views, match",
+    [
+        (
+            [["age", "salary"], ["height", "income", "weight"]],
+            r"views\[0\] names "
+            r"the column 'salary', which X does not have \(its columns: 'age'",
+        ),
+        ([["age", "height"], ["height", 2, 3]], r"column 'height' is in view 0 and"),
+        ([["age", 0], [1, 2, 3]], r"view 0 lists column 'age' more than once"),
+        ([["age"], ["height"]], r"column\(s\) 'income', 'weight' belong to no view"),
+    ],
+)
+def test_bad_column_names_are_named(views, match):
+    with pytest.raises(ValueError, match=match):
+        check_views(views, 4, feature_names=NAMES)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=5), st.randoms())
+def test_names_positions_and_negative_positions_agree(sizes, rnd):
+    """A random partition written with names, positions or both parses the same."""
+    n = sum(sizes)
+    names = [f"col{j}" for j in range(n)]
+    perm = list(range(n))
+    rnd.shuffle(perm)
+    edges = np.cumsum([0, *sizes])
+    index_views = [perm[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+    def spell(j):
+        return rnd.choice([j, j - n, names[j]])
+
+    mixed = [[spell(j) for j in view] for view in index_views]
+    parsed = check_views(mixed, n, feature_names=np.array(names, dtype=object))
+    assert [v.tolist() for v in parsed] == index_views
 
 
 @settings(max_examples=60, deadline=None)

@@ -3,7 +3,6 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import math
 from numbers import Integral
 
 import numpy as np
@@ -16,6 +15,7 @@ from sklearn.base import (
 from sklearn.cluster import KMeans
 
 from sklearn_ext.base import MultiViewMixin, TorchMixin
+from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -24,201 +24,30 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import (
+    child_seeds,
     import_torch,
     init_parameters,
     to_tensor,
-    train_loop,
+    weighted_mean,
 )
+from sklearn_ext.utils._validation import check_sample_weight
 
 __all__ = ["CorrelatedVariationalIMVC"]
 
-# Jitter that keeps the learned correlation matrix positive definite:
-# R = (1 - eps) L L^T + eps I still has a unit diagonal.
-_CORR_JITTER = 1e-3
-_MIN_VAR = 1e-4
+_SAMPLE_WEIGHT_REASON = (
+    "minibatch Adam from a random start with reparameterisation noise: weights "
+    "of 2 and repeated rows give fits that agree in distribution, not exactly "
+    "(tests/test_cluster_correlated_imvc.py checks that statistically)"
+)
 
 
-_NET_CLASS = []
+def _weighted_var(Z, w):
+    """Per-column variance of the rows of ``Z`` under the weights ``w``."""
+    mean = np.average(Z, axis=0, weights=w)
+    return np.average((Z - mean) ** 2, axis=0, weights=w)
 
 
-def _build_net(view_sizes, latent_dim, hidden, n_clusters, learned):
-    """The encoders, decoders, correlation factor and mixture prior, as one module."""
-    if not _NET_CLASS:
-        _NET_CLASS.append(_define_net_class())
-    return _NET_CLASS[0](view_sizes, latent_dim, hidden, n_clusters, learned)
-
-
-def _define_net_class():
-    """Define the network class on first use, so that torch loads lazily."""
-    torch = import_torch()
-    nn = torch.nn
-
-    def mlp(sizes):
-        layers = []
-        for a, b in zip(sizes[:-2], sizes[1:-1]):
-            layers += [nn.Linear(a, b), nn.ReLU()]
-        layers.append(nn.Linear(sizes[-2], sizes[-1]))
-        return nn.Sequential(*layers)
-
-    class CorrelatedIMVCNet(nn.Module):
-        def __init__(self, view_sizes, latent_dim, hidden, n_clusters, learned):
-            super().__init__()
-            self.encoders = nn.ModuleList(
-                mlp([d, *hidden, 2 * latent_dim]) for d in view_sizes
-            )
-            self.decoders = nn.ModuleList(
-                mlp([latent_dim, *hidden[::-1], d]) for d in view_sizes
-            )
-            n_views = len(view_sizes)
-            # Strictly lower part of the (unnormalised) Cholesky factor; the
-            # diagonal is fixed to 1 before the rows are normalised, which still
-            # reaches every correlation matrix.
-            self.corr_factor = nn.Parameter(torch.zeros(n_views, n_views))
-            self.prior_logits = nn.Parameter(torch.zeros(n_clusters))
-            self.prior_means = nn.Parameter(torch.zeros(n_clusters, latent_dim))
-            self.prior_log_vars = nn.Parameter(torch.zeros(n_clusters, latent_dim))
-            self.learned = learned
-
-        def init_parameters(self, generator):
-            # The direct parameters start at the independent model (R = I) and a
-            # standard-normal prior; k-means on the pretrained latent space sets
-            # the mixture before the variational phase.
-            with torch.no_grad():
-                for p in (
-                    self.corr_factor,
-                    self.prior_logits,
-                    self.prior_means,
-                    self.prior_log_vars,
-                ):
-                    p.zero_()
-
-        def correlation(self):
-            n_views = self.corr_factor.shape[0]
-            eye = torch.eye(
-                n_views, dtype=self.corr_factor.dtype, device=self.corr_factor.device
-            )
-            if not self.learned:
-                return eye
-            factor = torch.tril(self.corr_factor, diagonal=-1) + eye
-            factor = factor / factor.norm(dim=1, keepdim=True)
-            return (1 - _CORR_JITTER) * factor @ factor.T + _CORR_JITTER * eye
-
-        def encode(self, views):
-            """Per-view means and variances, (n, V, d) each."""
-            means, variances = [], []
-            for encoder, x in zip(self.encoders, views):
-                out = encoder(x)
-                mean, raw = out.chunk(2, dim=1)
-                means.append(mean)
-                variances.append(nn.functional.softplus(raw) + _MIN_VAR)
-            return torch.stack(means, 1), torch.stack(variances, 1)
-
-        def fuse(self, means, variances, observed, correlation=None):
-            """Correlated Gaussian fusion of the observed views' estimates.
-
-            Per latent dimension the view estimates are treated as
-            ``mean_v = z + e_v`` with errors ``e ~ N(0, S R S)``, ``S`` the
-            diagonal of standard deviations and ``R`` the correlation. The fused
-            posterior is the generalised least-squares estimate over the
-            observed views: precision ``1' Sigma_O^-1 1`` and mean
-            ``1' Sigma_O^-1 mean_O / precision``. With ``R = I`` it is the
-            product of experts.
-            """
-            mask = observed.to(means.dtype)
-            u = mask.unsqueeze(-1) / variances.sqrt()  # 1/s_v on observed views
-            w = u * means
-            if not self.learned:
-                precision = (u * u).sum(1)
-                numerator = (u * w).sum(1)
-            else:
-                R = self.correlation() if correlation is None else correlation
-                R_inv = self._masked_inverses(R, mask)
-                solved_u = R_inv @ u
-                precision = (u * solved_u).sum(1)
-                numerator = (w * solved_u).sum(1)
-            return numerator / precision, 1.0 / precision
-
-        def _masked_inverses(self, R, mask, logdet=False):
-            """Per sample, the inverse of R restricted to its observed views.
-
-            Rows and columns of missing views are zero, so that they drop out.
-            With few views, every missing pattern's inverse is computed once
-            and gathered; otherwise one batched Cholesky solve per sample.
-            With ``logdet``, also ``log det R_O`` per sample.
-            """
-            n_views = R.shape[0]
-            eye = torch.eye(n_views, dtype=R.dtype, device=R.device)
-            mask = mask.to(R.dtype)
-            if n_views <= 10:
-                bits = 2 ** torch.arange(n_views, device=R.device)
-                codes = torch.arange(2**n_views, device=R.device)[:, None]
-                table = ((codes & bits) > 0).to(R.dtype)
-                ids = ((mask > 0.5).long() * bits).sum(1)
-            else:
-                table, ids = mask, slice(None)
-            pair = table[:, :, None] * table[:, None, :]
-            chol = torch.linalg.cholesky(R * pair + torch.diag_embed(1 - table) * eye)
-            inv = (torch.cholesky_inverse(chol) * pair)[ids]
-            if not logdet:
-                return inv
-            half_logdet = torch.log(torch.diagonal(chol, dim1=1, dim2=2)).sum(1)
-            return inv, 2 * half_logdet[ids]
-
-        def error_nll(self, means, variances, mask):
-            """-log-likelihood of the views' disagreement, per sample.
-
-            Under ``mean_v = z + e_v``, ``e ~ N(0, S R S)``, the contrasts
-            between the observed views' estimates do not depend on ``z``; their
-            (restricted) likelihood is, up to constants,
-            ``-1/2 [log det R_O + r' Sigma_O^-1 r + log(1' Sigma_O^-1 1)]`` per
-            latent dimension, ``r`` the residuals around the generalised
-            least-squares mean. It is unbiased for R, unlike the likelihood at
-            the fitted mean. The estimates are detached: they are the data of
-            this term, so only R learns from it and the views cannot lower it
-            by collapsing their disagreement. Samples with one view add zero.
-            """
-            means, variances = means.detach(), variances.detach()
-            m = mask.to(means.dtype).unsqueeze(-1)
-            R = self.correlation()
-            eye = torch.eye(R.shape[0], dtype=R.dtype, device=R.device)
-
-            def nll(corr):
-                mean, var = self.fuse(means, variances, mask, corr)
-                resid = m * (means - mean.unsqueeze(1)) / variances.sqrt()
-                inv, logdet = self._masked_inverses(corr, mask, True)
-                quad = (resid * (inv @ resid)).sum((1, 2))
-                return 0.5 * (means.shape[2] * logdet + quad - torch.log(var).sum(1))
-
-            # Relative to independent errors (a log-likelihood ratio): the same
-            # gradient in R, but no drift from the detached estimates, so the
-            # training loss stays a usable stopping signal.
-            with torch.no_grad():
-                baseline = nll(eye)
-            return nll(R) - baseline
-
-        def cluster_log_resp(self, mean, var):
-            """log q(c | x) of the mixture prior given q(z | x) = N(mean, var)."""
-            log_pi = torch.log_softmax(self.prior_logits, 0)
-            pv = self.prior_log_vars.exp()
-            diff = mean.unsqueeze(1) - self.prior_means.unsqueeze(0)
-            expected = -0.5 * (
-                self.prior_log_vars.unsqueeze(0)
-                + (var.unsqueeze(1) + diff**2) / pv.unsqueeze(0)
-                + math.log(2 * math.pi)
-            ).sum(2)
-            joint = log_pi.unsqueeze(0) + expected
-            return joint - torch.logsumexp(joint, 1, keepdim=True), joint
-
-        def forward(self, views, observed):
-            """Inference: fused means, variances and log q(c | x), side by side."""
-            means, variances = self.encode(views)
-            mean, var = self.fuse(means, variances, observed)
-            log_resp, _ = self.cluster_log_resp(mean, var)
-            return torch.cat([mean, var, log_resp], dim=1)
-
-    return CorrelatedIMVCNet
-
-
+@fill_doc
 class CorrelatedVariationalIMVC(
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
@@ -298,12 +127,15 @@ class CorrelatedVariationalIMVC(
     Training first fits the encoders and decoders as an autoencoder on the
     plain average of the observed views' means (``pretrain_iter`` epochs),
     initialises the mixture by k-means on those averages (also with
-    ``pretrain_iter=0``), then maximises the objective (``max_iter`` epochs, stopped
-    early by ``tol`` / ``n_iter_no_change``). Columns are standardised by their
-    mean and standard deviation over the samples that observe them. The
-    reconstruction term of a view is its mean squared error per column times
-    the mean view width (a Gaussian likelihood whose variance grows with the
-    view's width), so that wide views do not drown narrow ones.
+    ``pretrain_iter=0``), then maximises the objective (``max_iter`` epochs,
+    stopped early by ``tol`` / ``n_iter_no_change``). Columns are standardised
+    by their mean and standard deviation over the samples that observe them.
+    The reconstruction term of a view is its mean squared error per column
+    times the mean view width (a Gaussian likelihood whose variance grows with
+    the view's width), so that wide views do not drown narrow ones. With
+    ``sample_weight``, each sample's loss (in both phases), the
+    standardisation and the k-means start are weighted: integer weights act
+    as repeated rows (in distribution: training is stochastic).
 
     Parameters
     ----------
@@ -311,10 +143,12 @@ class CorrelatedVariationalIMVC(
         Number of clusters (mixture components).
 
     views : list, default=None
-        The view layout: sizes of consecutive column blocks or a list of column
-        index lists (see :func:`sklearn_ext.utils.check_views`). None means one
-        view holding every column. A view a sample lacks is NaN in all of its
-        columns; every sample must keep at least one view.
+        The view layout: sizes of consecutive column blocks, or a list of
+        column lists, one per view, each column a position (int) or, when ``X``
+        is a pandas DataFrame, a column name (str); see
+        :func:`sklearn_ext.utils.check_views`. None means one view holding
+        every column. A view a sample lacks is NaN in all of its columns;
+        every sample must keep at least one view.
 
     latent_dim : int, default=10
         Dimension of the shared latent space.
@@ -327,37 +161,50 @@ class CorrelatedVariationalIMVC(
         Hidden layers of every encoder (and, reversed, of every decoder).
 
     pretrain_iter : int, default=10
-        Autoencoder epochs before the mixture is initialised. Short
-        pretraining works best: a long one over-fits the reconstruction and
-        blurs the clusters that k-means then finds.
+        Autoencoder epochs before the mixture is initialised (a fixed budget:
+        no early stopping, no ConvergenceWarning). Short pretraining works
+        best: a long one over-fits the reconstruction and blurs the clusters
+        that k-means then finds.
 
     batch_size : int or "auto", default=256
-        Minibatch size; "auto" is ``min(200, n_samples)``.
+        Samples per minibatch; "auto" uses ``min(200, n_samples)``. A trailing
+        batch of a single sample joins the previous one.
 
-    learning_rate_init : float, default=1e-3
-        Adam learning rate.
+    %(learning_rate_init)s
 
     max_iter : int, default=100
-        Maximum epochs of the variational phase.
+        Maximum number of epochs of the variational phase. Reaching it before
+        the loss settles raises a :class:`~sklearn.exceptions.ConvergenceWarning`.
 
-    tol : float, default=1e-4
-        Minimum decrease of the epoch loss that counts as an improvement.
+    tol : float, default=0.5
+        The variational phase stops when its epoch loss has not improved by at
+        least ``tol`` for ``n_iter_no_change`` consecutive epochs
+        (scikit-learn's MLP rule). The loss is in nats per sample and grows
+        with the views' widths (from about 130 to 90 on mfeat's six views of
+        6 to 240 columns, from about 12 to 4 on three views of 5 to 8
+        columns), hence a ``tol`` coarser than for a loss of order one: the
+        reconstruction keeps improving slowly long after the clusters have
+        settled. Lower it to train longer.
 
-    n_iter_no_change : int, default=10
-        Epochs without improvement before stopping.
+    %(n_iter_no_change)s
 
     warm_start : bool, default=False
-        Continue the variational phase from the previous fit.
+        Continue the variational phase of the fitted model on the next
+        ``fit`` (no new pretraining, standardisation or k-means start);
+        ``n_iter_`` and ``loss_curve_`` then extend. A change of what fixes
+        the network's shape (views, ``n_clusters``, ``latent_dim``,
+        ``hidden_layer_sizes``, ``correlation``) raises a ValueError.
 
-    device : str or torch.device, default="auto"
-        "auto" (CUDA when available), "cpu", "cuda", "cuda:N" or "mps".
+    %(device)s
 
     random_state : int, RandomState instance or None, default=None
-        Seeds the initialisation, the minibatches, the reparameterisation noise
-        and k-means.
+        Seeds the initialisation, the minibatch order, the reparameterisation
+        noise and the k-means start (through ``torch.Generator`` objects and
+        child seeds; no global seed is set). An int gives the same result on
+        the same data and hardware.
 
-    verbose : int, default=0
-        Progress bar of the epochs when >= 1.
+    %(verbose)s
+        The two phases, pretraining and training, have a bar each.
 
     Attributes
     ----------
@@ -369,11 +216,12 @@ class CorrelatedVariationalIMVC(
         with ``correlation="independent"``).
 
     views_ : list of ndarray
-        Column indices of every view.
+        Column positions of every view.
 
     col_mean_, col_scale_ : ndarray of shape (n_features,)
         Mean and standard deviation of every column over the samples that
-        observe it (1 where constant), used to standardise ``X``.
+        observe it (weighted by ``sample_weight``; a scale of 1 where the
+        column is constant), used to standardise ``X``.
 
     module_ : torch.nn.Module
         The fitted networks and mixture, on the CPU.
@@ -384,6 +232,10 @@ class CorrelatedVariationalIMVC(
     loss_curve_ : list of float
         Training loss per sample (negative ELBO minus the disagreement
         log-likelihood), per epoch of the variational phase.
+
+    pretraining_loss_curve_ : list of float
+        Autoencoder loss per sample, per pretraining epoch (empty with
+        ``pretrain_iter=0``).
 
     device_ : str
         Device used for training.
@@ -439,6 +291,7 @@ class CorrelatedVariationalIMVC(
             "it scatters NaN over single entries, but NaN here marks a whole "
             "missing view, so a partly-NaN view block is rejected by design"
         ),
+        "check_sample_weight_equivalence_on_dense_data": _SAMPLE_WEIGHT_REASON,
     }
 
     _paper = "Beyond Independence (correlated variational IMVC), ICML 2026"
@@ -456,7 +309,7 @@ class CorrelatedVariationalIMVC(
         batch_size=256,
         learning_rate_init=1e-3,
         max_iter=100,
-        tol=1e-4,
+        tol=0.5,
         n_iter_no_change=10,
         warm_start=False,
         device="auto",
@@ -482,7 +335,9 @@ class CorrelatedVariationalIMVC(
     # ------------------------------------------------------------ helpers
 
     def _build_module(self, attr):
-        return _build_net(
+        from sklearn_ext.cluster._correlated_imvc_nn import CorrelatedIMVCNet
+
+        return CorrelatedIMVCNet(
             [len(c) for c in self.views_],
             self.latent_dim,
             self._hidden_layer_sizes(),
@@ -499,13 +354,22 @@ class CorrelatedVariationalIMVC(
         X = validate_data(
             self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan"
         )
-        observed = self._validate_views(X, reset=reset)
-        return X, observed
+        return X, self._validate_views(X, reset=reset)
+
+    def _network_shape(self):
+        """What the network's shape depends on (checked under warm_start)."""
+        return {
+            "views": [len(c) for c in self.views_],
+            "n_clusters": self.n_clusters,
+            "latent_dim": self.latent_dim,
+            "hidden_layer_sizes": self._hidden_layer_sizes(),
+            "correlation": self.correlation,
+        }
 
     # ---------------------------------------------------------------- fit
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the model and assign every sample to a cluster.
 
         Parameters
@@ -514,6 +378,11 @@ class CorrelatedVariationalIMVC(
             Views side by side; a missing view is an all-NaN block.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the samples: in every sample's negative ELBO (and in
+            the pretraining loss), in the columns' standardisation and in the
+            k-means start of the mixture. None weighs them equally; integer
+            weights act as repeated rows.
 
         Returns
         -------
@@ -522,6 +391,36 @@ class CorrelatedVariationalIMVC(
         """
         torch = import_torch()
         X, observed = self._validate(X, reset=True)
+        weights = check_sample_weight(sample_weight, X)
+        self._check_fit_input(X, observed, weights)
+        module = self._fitted_module(architecture=self._network_shape())
+        warm = module is not None
+        if not warm:
+            # Columns are standardised once, by the first fit of a warm start.
+            self._fit_scaling(X, weights)
+        ctx = self._torch_context()
+        noise_seed, kmeans_seed = child_seeds(ctx.generator.initial_seed(), 2)
+        views, mask, w = self._tensors(X, observed, weights, ctx)
+        if not warm:
+            module = init_parameters(self._build_module("module_"), ctx.generator)
+        module = module.to(ctx.device)
+        if not warm:
+            self._pretrain(module, views, mask, w, ctx)
+            self._init_mixture(module, views, mask, weights, kmeans_seed)
+
+        noise = torch.Generator(device=ctx.device).manual_seed(noise_seed)
+
+        def elbo_loss(idx):
+            losses = module.negative_elbo([x[idx] for x in views], mask[idx], noise)
+            return weighted_mean(losses, None if w is None else w[idx])
+
+        self._train({"module_": module}, elbo_loss, X.shape[0], ctx)
+        self.correlation_ = self._correlation()
+        self.labels_ = self._infer(X, observed)[2].argmax(1)
+        return self
+
+    def _check_fit_input(self, X, observed, weights):
+        """Errors that the generic validation cannot name."""
         n_samples = X.shape[0]
         if self.n_clusters > n_samples:
             raise ValueError(
@@ -530,142 +429,93 @@ class CorrelatedVariationalIMVC(
             )
         if n_samples < 2:
             raise ValueError(f"n_samples={n_samples}: at least 2 samples are needed.")
-        never = np.flatnonzero(~observed.any(axis=0))
+        counted = observed if weights is None else observed & (weights > 0)[:, None]
+        never = np.flatnonzero(~counted.any(axis=0))
         if never.size:
+            where = "sample" if weights is None else "sample of positive weight"
             raise ValueError(
-                f"view(s) {never.tolist()} are missing in every sample: the model "
-                "cannot learn a view it never sees."
+                f"view(s) {never.tolist()} are missing in every {where}: the "
+                "model cannot learn a view it never sees."
             )
-        architecture = {
-            "views": [len(c) for c in self.views_],
-            "n_clusters": self.n_clusters,
-            "latent_dim": self.latent_dim,
-            "hidden_layer_sizes": self._hidden_layer_sizes(),
-            "correlation": self.correlation,
-        }
-        module = self._fitted_module()
-        warm = module is not None
-        if warm:
-            changed = [k for k, v in architecture.items() if self._architecture[k] != v]
-            if changed:
-                raise ValueError(
-                    f"warm_start=True continues the fitted network, but {changed} "
-                    "changed since that fit; set warm_start=False to fit anew."
-                )
-        else:
-            # Columns are standardised once, by the first fit of a warm start.
-            with np.errstate(invalid="ignore"):
-                self.col_mean_ = np.nanmean(X, axis=0)
-                scale = np.nanstd(X, axis=0)
-            self.col_scale_ = np.where(scale > 1e-12, scale, 1.0)
-            self._architecture = architecture
 
-        ctx = self._torch_context()
+    def _fit_scaling(self, X, weights):
+        """``col_mean_`` and ``col_scale_`` over the samples observing each column."""
+        seen = ~np.isnan(X)
+        w = np.ones(X.shape[0]) if weights is None else weights
+        ws = seen * w[:, None]
+        total = ws.sum(axis=0)
+        values = np.where(seen, X, 0.0)
+        mean = (ws * values).sum(axis=0) / total
+        var = (ws * (values - mean) ** 2).sum(axis=0) / total
+        self.col_mean_ = mean
+        scale = np.sqrt(var)
+        self.col_scale_ = np.where(scale > 1e-12, scale, 1.0)
+
+    def _tensors(self, X, observed, weights, ctx):
+        """The standardised views, the observed mask and the weights, on the device."""
         Z = self._standardised(X)
         views = [
             to_tensor(Z[:, c], dtype=ctx.dtype, device=ctx.device) for c in self.views_
         ]
         mask = to_tensor(observed, dtype=ctx.dtype, device=ctx.device)
-        if not warm:
-            module = init_parameters(self._build_module("module_"), ctx.generator)
-        module = module.to(ctx.device)
-        noise_gen = torch.Generator(device=ctx.device)
-        noise_gen.manual_seed(
-            int(torch.randint(2**31 - 1, (1,), generator=ctx.generator))
+        w = None
+        if weights is not None:
+            w = to_tensor(weights, dtype=ctx.dtype, device=ctx.device)
+        return views, mask, w
+
+    def _pretrain(self, module, views, mask, w, ctx):
+        """Fit the encoders and decoders as an autoencoder, ``pretrain_iter`` epochs."""
+        torch = import_torch()
+        if self.pretrain_iter == 0:
+            self.pretraining_loss_curve_ = []
+            return
+        ae_params = [
+            p for part in (module.encoders, module.decoders) for p in part.parameters()
+        ]
+        optimizer = torch.optim.Adam(ae_params, lr=self.learning_rate_init)
+
+        def ae_loss(idx):
+            losses = module.pretraining_loss([x[idx] for x in views], mask[idx])
+            return weighted_mean(losses, None if w is None else w[idx])
+
+        self._train(
+            {"module_": module},
+            ae_loss,
+            mask.shape[0],
+            ctx,
+            optimizer,
+            phase="pretraining",
+            max_iter=self.pretrain_iter,
+            max_iter_param="pretrain_iter",
+            fixed_epochs=True,
         )
 
-        # Each view's squared error is averaged over its columns and scaled by
-        # the mean view width: wide views do not drown narrow ones.
-        mean_width = float(np.mean([len(c) for c in self.views_]))
+    def _init_mixture(self, module, views, mask, weights, seed):
+        """k-means on the pretrained fused means sets the mixture prior.
 
-        def reconstruction(z, idx):
-            total = 0.0
-            for v, decoder in enumerate(module.decoders):
-                err = ((decoder(z) - views[v][idx]) ** 2).mean(1) * mean_width
-                total = total + 0.5 * err * mask[idx, v]
-            return total
-
-        if not warm and self.pretrain_iter > 0:  # autoencoder pretraining
-            ae_params = [
-                p
-                for part in (module.encoders, module.decoders)
-                for p in part.parameters()
-            ]
-            optimizer = torch.optim.Adam(ae_params, lr=self.learning_rate_init)
-
-            def ae_loss(idx):
-                batch = [x[idx] for x in views]
-                means, variances = module.encode(batch)
-                u = mask[idx].unsqueeze(-1)
-                # Pretraining fuses by plain averaging of the observed views.
-                fused = (u * means).sum(1) / u.sum(1)
-                return reconstruction(fused, idx).mean()
-
-            module.train()
-            train_loop(
-                ae_loss,
-                n_samples,
-                optimizer,
-                batch_size=self._batch_size(n_samples),
-                max_iter=self.pretrain_iter,
-                tol=0.0,
-                n_iter_no_change=self.pretrain_iter + 1,
-                generator=ctx.generator,
-                device=ctx.device,
-                verbose=self.verbose,
-                estimator_name=type(self).__name__,
-            )
-        if not warm:
-            self._init_mixture(module, views, mask, ctx)
-
-        def elbo_loss(idx):
-            batch = [x[idx] for x in views]
-            means, variances = module.encode(batch)
-            mean, var = module.fuse(means, variances, mask[idx])
-            eps = torch.randn(
-                mean.shape, generator=noise_gen, device=mean.device, dtype=mean.dtype
-            )
-            z = mean + var.sqrt() * eps
-            log_resp, joint = module.cluster_log_resp(mean, var)
-            resp = log_resp.exp()
-            # -ELBO = reconstruction - E_c[log p(z|c) + log p(c)] + E_q log q(z, c)
-            entropy_z = 0.5 * (torch.log(2 * math.pi * var) + 1).sum(1)
-            neg_elbo = (
-                reconstruction(z, idx)
-                - (resp * joint).sum(1)
-                + (resp * log_resp).sum(1)
-                - entropy_z
-            )
-            if module.learned:
-                neg_elbo = neg_elbo + module.error_nll(means, variances, mask[idx])
-            return neg_elbo.mean()
-
-        self._train({"module_": module}, elbo_loss, n_samples, ctx)
-        self.correlation_ = self._correlation()
-        self.labels_ = self._infer(X, observed)[2].argmax(1)
-        return self
-
-    def _init_mixture(self, module, views, mask, ctx):
-        """k-means on the pretrained fused means sets the mixture prior."""
+        The fusion is the plain average of the observed views' means, as in
+        pretraining (the variance heads are not trained yet). The components'
+        weights, means and variances are the (sample-weighted) sizes, centres
+        and per-dimension variances of the k-means clusters.
+        """
         torch = import_torch()
         module.eval()
         with torch.no_grad():
             means, _ = module.encode(views)
-            # The plain average of the observed views, as in pretraining (the
-            # variance heads are not trained yet).
-            u = mask.unsqueeze(-1)
-            mean = (u * means).sum(1) / u.sum(1)
+            mean = module.average_views(means, mask)
         Z = mean.detach().cpu().double().numpy()
-        seed = int(torch.randint(2**31 - 1, (1,), generator=ctx.generator))
-        km = KMeans(self.n_clusters, n_init=5, random_state=seed).fit(Z)
-        counts = np.bincount(km.labels_, minlength=self.n_clusters)
-        var = np.full(Z.shape[1], Z.var(axis=0).mean() + 1e-3)
+        w = np.ones(Z.shape[0]) if weights is None else weights
+        km = KMeans(self.n_clusters, n_init=5, random_state=seed)
+        labels = km.fit(Z, sample_weight=weights).labels_
+        counts = np.bincount(labels, weights=w, minlength=self.n_clusters)
+        overall = _weighted_var(Z, w).mean() + 1e-3
         log_vars = np.empty_like(km.cluster_centers_)
         for k in range(self.n_clusters):
-            members = Z[km.labels_ == k]
-            log_vars[k] = np.log(
-                members.var(axis=0) + 1e-3 if len(members) > 1 else var
-            )
+            members = (labels == k) & (w > 0)
+            if members.sum() > 1:
+                log_vars[k] = np.log(_weighted_var(Z[members], w[members]) + 1e-3)
+            else:
+                log_vars[k] = np.log(overall)
         with torch.no_grad():
             module.prior_means.copy_(torch.as_tensor(km.cluster_centers_))
             module.prior_log_vars.copy_(torch.as_tensor(log_vars))
@@ -775,7 +625,15 @@ class CorrelatedVariationalIMVC(
 
     @classmethod
     def _demo(cls):
-        """mfeat with 30% of the samples missing views: ours vs k-means."""
+        """mfeat, 30% of the samples missing views: ours vs spectral clustering.
+
+        The model runs at its defaults on the whole data set (2,000 digits,
+        six views). The baseline is the strongest plain scikit-learn
+        clustering we found for these data: spectral clustering of a 15-nearest-
+        neighbour graph of the standardised, mean-imputed views (ACC 0.87,
+        against 0.63 for k-means and a diagonal Gaussian mixture, 0.67 for Ward).
+        """
+        from sklearn.cluster import SpectralClustering
         from sklearn.impute import SimpleImputer
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
@@ -789,12 +647,20 @@ class CorrelatedVariationalIMVC(
         baseline = make_pipeline(
             StandardScaler(),
             SimpleImputer(),
-            KMeans(10, n_init=10, random_state=0),
+            SpectralClustering(
+                10,
+                affinity="nearest_neighbors",
+                n_neighbors=15,
+                assign_labels="cluster_qr",
+                random_state=0,
+            ),
         ).fit(X)
         return {
             "data": "load_mfeat, 30% of samples missing views",
             "metric": "ACC",
             "score": clustering_accuracy(data.target, model.labels_),
-            "baseline": "KMeans on mean-imputed views",
+            "baseline": "SpectralClustering (15-NN graph) on standardised, "
+            "mean-imputed views",
             "baseline_score": clustering_accuracy(data.target, baseline[-1].labels_),
+            "greater_is_better": True,
         }

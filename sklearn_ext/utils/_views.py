@@ -7,6 +7,8 @@ from numbers import Integral
 
 import numpy as np
 
+from sklearn_ext.utils._validation import column_index
+
 __all__ = ["check_views", "observed_views"]
 
 
@@ -16,37 +18,54 @@ def _is_int(value):
     )
 
 
-def _list_some(indices, limit=10):
-    indices = [int(i) for i in indices]
-    shown = ", ".join(map(str, indices[:limit]))
-    return shown + (f", ... ({len(indices)} in all)" if len(indices) > limit else "")
+def _list_some(items, limit=10):
+    items = [i if isinstance(i, str) else int(i) for i in items]
+    shown = ", ".join(map(repr, items[:limit]))
+    return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
-def check_views(views, n_features):
+class _ColumnNames:
+    """What :func:`column_index` reads from an estimator: X's column names."""
+
+    def __init__(self, names):
+        self.feature_names_in_ = None if names is None else list(names)
+
+
+def check_views(views, n_features, feature_names=None):
     """Parse a ``views`` specification into one array of column indices per view.
 
     Parameters
     ----------
-    views : None, sequence of int, or sequence of sequences of int
+    views : None, sequence of int, or sequence of sequences of int or str
         ``None``: a single view holding every column. A sequence of positive
         integers: the sizes of consecutive column blocks, which must add up to
-        ``n_features``. A sequence of index sequences: the columns of each view;
-        together they must use every column exactly once.
+        ``n_features``. A sequence of column sequences: the columns of each
+        view; together they must use every column exactly once. A column is a
+        position (an int; negative counts from the end) or, when
+        ``feature_names`` are given, a column name (a str); the rule is the
+        one of every column parameter
+        (:func:`sklearn_ext.utils._validation.column_index`).
     n_features : int
         Number of columns of X.
+    feature_names : array-like of str, default=None
+        The column names of X (an estimator's ``feature_names_in_``, set when
+        X is a pandas DataFrame with string column names); None when X has
+        none, so that a name is an error.
 
     Returns
     -------
     list of ndarray of int
-        Column indices of each view, in the order given.
+        Column positions of each view, in the order given.
 
     Raises
     ------
     ValueError
-        If the sizes do not add up, an index is out of range, a column sits in two
-        views or in none, or a view is empty.
+        If the sizes do not add up, a position is out of range, a name is not
+        a column of X (or X has no column names), a column sits in two views
+        or in none, or a view is empty.
     TypeError
-        If ``views`` is neither of the accepted forms.
+        If ``views`` is neither of the accepted forms, or a column is neither
+        an int nor a str.
 
     Examples
     --------
@@ -54,6 +73,9 @@ def check_views(views, n_features):
     >>> [v.tolist() for v in check_views([2, 1], n_features=3)]
     [[0, 1], [2]]
     >>> [v.tolist() for v in check_views([[2], [0, 1]], n_features=3)]
+    [[2], [0, 1]]
+    >>> names = ["age", "height", "income"]
+    >>> [v.tolist() for v in check_views([["income"], ["age", 1]], 3, names)]
     [[2], [0, 1]]
     """
     if views is None:
@@ -68,55 +90,71 @@ def check_views(views, n_features):
         raise ValueError("views must name at least one view; got an empty sequence.")
 
     if all(_is_int(v) for v in views):
-        sizes = [int(v) for v in views]
-        bad = [i for i, s in enumerate(sizes) if s < 1]
-        if bad:
-            raise ValueError(
-                f"views sizes must be positive; view {bad[0]} has size {sizes[bad[0]]}."
-            )
-        if sum(sizes) != n_features:
-            raise ValueError(
-                f"views sizes {sizes} add up to {sum(sizes)} columns, but X has "
-                f"{n_features} features."
-            )
-        edges = np.cumsum([0, *sizes])
-        return [np.arange(a, b) for a, b in zip(edges[:-1], edges[1:])]
+        return _blocks_of_sizes([int(v) for v in views], n_features)
+    return _column_lists(views, n_features, feature_names)
+
+
+def _blocks_of_sizes(sizes, n_features):
+    """Consecutive column blocks of the given sizes."""
+    bad = [i for i, s in enumerate(sizes) if s < 1]
+    if bad:
+        raise ValueError(
+            f"views sizes must be positive; view {bad[0]} has size {sizes[bad[0]]}."
+        )
+    if sum(sizes) != n_features:
+        raise ValueError(
+            f"views sizes {sizes} add up to {sum(sizes)} columns, but X has "
+            f"{n_features} features."
+        )
+    edges = np.cumsum([0, *sizes])
+    return [np.arange(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _column_lists(views, n_features, feature_names):
+    """One list of columns (positions or names) per view, a partition of X's."""
+    columns = _ColumnNames(feature_names)
+    names = columns.feature_names_in_
+
+    def label(c):
+        return repr(names[c]) if names is not None else str(c)
 
     parsed = []
     owner = np.full(n_features, -1)
     for v, cols in enumerate(views):
         if _is_int(cols) or isinstance(cols, str) or not hasattr(cols, "__len__"):
             raise TypeError(
-                "views must be all sizes (ints) or all column index lists; view "
-                f"{v} is {cols!r}."
+                "views must be all sizes (ints) or all column index lists "
+                f"(positions or names); view {v} is {cols!r}."
             )
-        cols = np.asarray(cols)
-        if cols.ndim != 1 or cols.size == 0:
+        # Entry by entry, each keeping its type: np.asarray would turn a mix of
+        # names and positions into strings.
+        cols = list(cols)
+        if not cols:
             raise ValueError(
                 f"view {v} must be a non-empty 1-D list of column indices."
             )
-        if not all(_is_int(c) for c in cols.tolist()) and cols.dtype.kind not in "iu":
-            raise TypeError(f"view {v} holds non-integer column indices: {cols!r}.")
-        cols = cols.astype(np.intp)
-        out = cols[(cols < 0) | (cols >= n_features)]
-        if out.size:
-            raise ValueError(
-                f"view {v} refers to column(s) {_list_some(out)}, outside the "
-                f"{n_features} features of X."
-            )
-        _, counts = np.unique(cols, return_counts=True)
+        cols = np.array(
+            [column_index(columns, c, n_features, param=f"views[{v}]") for c in cols],
+            dtype=np.intp,
+        )
+        unique, counts = np.unique(cols, return_counts=True)
         if (counts > 1).any():
-            raise ValueError(f"view {v} lists a column more than once.")
+            raise ValueError(
+                f"view {v} lists column {label(unique[counts > 1][0])} more than once."
+            )
         taken = owner[cols] >= 0
         if taken.any():
             c = int(cols[taken][0])
-            raise ValueError(f"column {c} is in view {owner[c]} and in view {v}.")
+            raise ValueError(
+                f"column {label(c)} is in view {owner[c]} and in view {v}."
+            )
         owner[cols] = v
         parsed.append(cols)
     orphans = np.flatnonzero(owner < 0)
     if orphans.size:
+        shown = orphans if names is None else [names[c] for c in orphans]
         raise ValueError(
-            f"column(s) {_list_some(orphans)} belong to no view; every column of X "
+            f"column(s) {_list_some(shown)} belong to no view; every column of X "
             "must be in exactly one view."
         )
     return parsed
