@@ -16,7 +16,7 @@ _NASH_MAX_RATIO = 10.0
 def nash_bargaining_weights(
     gram, surplus, *, n_iter=_NASH_ITER, init=None, return_raw=False
 ):
-    """Weights of the Nash bargaining solution over players' gradients.
+    """Compute the weights of the Nash bargaining solution over players' gradients.
 
     Player ``c`` has gradient ``g_c`` and surplus ``s_c >= 0`` over its
     disagreement point. The bargaining update ``d = sum_c alpha_c g_c`` maximises
