@@ -7,8 +7,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.stamp
+# The oldest versions pyproject.toml supports, tested by `make test-oldest`.
+OLD_VENV ?= .venv-oldest
+OLDEST   ?= numpy==1.24.4 scipy==1.10.1 scikit-learn==1.6.0 pandas==2.0.3
 
-.PHONY: install test demo bench docs lint format gpu-check clean
+.PHONY: install test test-oldest demo bench docs examples lint format gpu-check clean
 
 $(VENV)/.stamp-base:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +26,11 @@ $(STAMP)-docs: $(STAMP)-test
 	$(PY) -m pip install --quiet -e ".[docs]"
 	@touch $@
 
+# The examples need only the package and matplotlib (not the test tools).
+$(STAMP)-examples: $(VENV)/.stamp-base pyproject.toml
+	$(PY) -m pip install --quiet -e ".[examples]"
+	@touch $@
+
 $(STAMP)-bench: $(STAMP)-test
 	$(PY) -m pip install --quiet -e ".[bench]"
 	@touch $@
@@ -31,6 +39,21 @@ install: $(STAMP)-test
 
 test: $(STAMP)-test
 	$(PY) -m pytest -n 2 -q
+
+# The common checks against the oldest supported numpy, scipy and scikit-learn,
+# in a venv of their own (the pins are repeated so pip cannot upgrade them).
+$(OLD_VENV)/.stamp: pyproject.toml
+	@test -x $(OLD_VENV)/bin/python || $(PYTHON) -m venv $(OLD_VENV)
+	@$(OLD_VENV)/bin/python -c "import torch" 2>/dev/null || \
+		$(OLD_VENV)/bin/python -m pip install --quiet "$(TORCH)"
+	$(OLD_VENV)/bin/python -m pip install --quiet $(OLDEST)
+	$(OLD_VENV)/bin/python -m pip install --quiet -e ".[test]" $(OLDEST)
+	@touch $@
+
+test-oldest: $(OLD_VENV)/.stamp
+	$(OLD_VENV)/bin/python -c "import numpy, sklearn; print('oldest:', \
+		'numpy', numpy.__version__, 'scikit-learn', sklearn.__version__)"
+	$(OLD_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider tests/test_common.py
 
 demo: $(STAMP)-test
 	$(PY) -m sklearn_ext demo
@@ -41,8 +64,19 @@ bench: $(STAMP)-bench
 gpu-check: $(STAMP)-test
 	$(PY) benchmarks/gpu_check.py
 
+# The gallery runs every example (sphinx-gallery), so this takes as long as
+# `make examples`; a rebuild reruns only the examples that changed.
 docs: $(STAMP)-docs
 	$(PY) -m sphinx -W --keep-going -b html -q docs docs/_build/html
+
+# Every examples/plot_*.py as a user runs it, without a display (Agg backend);
+# stops at the first that fails and prints how long each one took.
+examples: $(STAMP)-examples
+	@for f in examples/plot_*.py; do \
+		echo "== $$f"; start=$$(date +%s.%N); \
+		MPLBACKEND=Agg $(PY) "$$f" || { echo "make examples: $$f failed"; exit 1; }; \
+		echo "== $$f: $$(awk "BEGIN {printf \"%.1f\", $$(date +%s.%N) - $$start}") s"; \
+	done
 
 lint: $(STAMP)-test
 	$(VENV)/bin/ruff check .
@@ -53,4 +87,4 @@ format: $(STAMP)-test
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf docs/_build docs/generated docs/api.rst .pytest_cache .ruff_cache
+	rm -rf docs/_build docs/generated docs/api.rst docs/auto_examples docs/sg_execution_times.rst .pytest_cache .ruff_cache

@@ -1,7 +1,7 @@
 """
-======================================================================
+========================================================================
 Choosing a robustness level from a certified miscoverage-regret frontier
-======================================================================
+========================================================================
 
 A router predicts the travel time of each of the 40 road segments of a 5x5
 grid from five context features (weather, time of day, ...), then takes the

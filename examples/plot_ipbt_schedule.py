@@ -1,7 +1,7 @@
 """
-===================================================================
+====================================================================
 A learning-rate schedule found by Iterated Population Based Training
-===================================================================
+====================================================================
 
 Population based training (PBT) trains a population of models side by side and,
 every *ready interval*, lets the worst members copy the weights and
