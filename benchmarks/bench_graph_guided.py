@@ -325,6 +325,12 @@ def main():
     quick = "--quick" in sys.argv
     max_iter = 2_000 if quick else 100_000
     sizes = [3_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
+    if "--speed-only" not in sys.argv:
+        rates_part(max_iter)
+    speed_part(sizes)
+
+
+def rates_part(max_iter):
     rate_rows, curves = rates(max_iter)
     plot_rates(curves, RESULTS / "graph_guided_rates.png")
     power_cols = [f"T=1e{p}" for p in range(2, int(math.log10(max_iter)) + 1)]
@@ -339,6 +345,9 @@ def main():
             "Plot: graph_guided_rates.png."
         ),
     )
+
+
+def speed_part(sizes):
     speed_rows = speed(sizes)
     write_results(
         "graph_guided_speed",
@@ -355,8 +364,10 @@ def main():
         ],
         title=f"Graph-guided regression: time to {TARGET} relative suboptimality",
         notes=(
-            "Each solver in its own process; peak_mb is the peak RSS growth during "
-            "the solve, with the data already in memory. Ratios are against the "
+            "Each solver in its own process; peak_mb is the peak resident memory of "
+            "the solve above the level before it, with the data already in memory "
+            "(the kernel's high-water mark, see _common.peak_memory). Ratios are "
+            "against the "
             "faster sklearn_ext solver at the same size (>1: slower than ours)."
         ),
     )
