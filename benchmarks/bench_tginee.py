@@ -357,6 +357,7 @@ def mice_part(rank=4):
 
 def speed_part(sizes, n_layers=10, rank=2):
     import tensorly as tl
+    import torch  # noqa: F401 - loaded first: its libraries are not the fit's memory
     from tensorly.decomposition import parafac
 
     rows = []
@@ -397,8 +398,14 @@ def speed_part(sizes, n_layers=10, rank=2):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--speed-only", action="store_true", help="only the time and memory table"
+    )
     args = parser.parse_args()
     quick = args.quick
+    if args.speed_only:
+        _write_speed(quick)
+        return
     write_results(
         "tginee_peers",
         peers_part(80 if quick else 200, [0] if quick else [0, 1, 2]),
@@ -448,6 +455,10 @@ def main():
             title="32 mouse DTI connectomes as a 32-layer binary network "
             "(held-out 10% of dyads)",
         )
+    _write_speed(quick)
+
+
+def _write_speed(quick):
     write_results(
         "tginee_speed",
         speed_part([100, 300] if quick else [100, 300, 1000]),
