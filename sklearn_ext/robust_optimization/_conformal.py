@@ -757,7 +757,9 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         from sklearn.linear_model import Ridge
 
         from sklearn_ext.datasets import make_shortest_path
-        from sklearn_ext.robust_optimization._problems import ShortestPathProblem
+        from sklearn_ext.robust_optimization._shortest_path_problem import (
+            ShortestPathProblem,
+        )
 
         problem, alpha = ShortestPathProblem((5, 5)), 0.1
         X, C, coef = make_shortest_path(
