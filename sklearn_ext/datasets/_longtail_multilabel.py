@@ -12,6 +12,7 @@ from scipy.special import expit, logit
 from sklearn.utils import Bunch, check_random_state
 
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
+from sklearn_ext.utils._torch import child_seeds
 
 __all__ = ["make_longtail_multilabel"]
 
@@ -265,7 +266,7 @@ def make_longtail_multilabel(
             "tail_fraction."
         )
     rng = check_random_state(random_state)
-    structure_seed, train_seed, test_seed = rng.randint(np.iinfo(np.int32).max, size=3)
+    structure_seed, train_seed, test_seed = child_seeds(rng, 3)
 
     # Structure: DAG, intercepts, signatures.
     srng = np.random.default_rng(structure_seed)

@@ -190,9 +190,11 @@ def _fresh_array(name, shape, rng):
 def shrink_perturb(estimator, shrink, perturb, seed):
     """Apply θ ← shrink·θ + perturb·θ_fresh to every weight, in place.
 
-    ``θ_fresh`` is a fresh initialisation: ``reset_parameters()`` of a copy of
-    each torch module, or a Glorot-uniform draw for numpy weights (``coef_``,
-    ``coefs_``) and zero for biases (``intercept_``, ``intercepts_``), as
+    ``θ_fresh`` is a fresh initialisation: the package's ``init_parameters`` of a
+    CPU copy of each torch module (PyTorch's default scheme, drawn from a
+    generator seeded with ``seed``; no global RNG is touched), or a
+    Glorot-uniform draw for numpy weights (``coef_``, ``coefs_``) and zero for
+    biases (``intercept_``, ``intercepts_``), as
     scikit-learn's linear models start. Returns False, and changes nothing, when
     no weights are found. SGD models with ``average=True`` continue from their
     internal unaveraged weights, which this does not reach.
@@ -215,18 +217,14 @@ def shrink_perturb(estimator, shrink, perturb, seed):
     if modules:
         import torch
 
-        # reset_parameters() draws from torch's default CPU generator: seed it
-        # inside fork_rng, which restores its state afterwards, and draw the
-        # fresh weights on a CPU copy, so that no device generator is touched
-        # and a member draws the same noise on any device.
-        with torch.random.fork_rng(devices=[]):
-            torch.random.default_generator.manual_seed(int(seed))
-            for module in modules:
-                fresh = copy.deepcopy(module).to("cpu")
-                for sub in fresh.modules():
-                    if hasattr(sub, "reset_parameters"):
-                        sub.reset_parameters()
-                with torch.no_grad():
-                    for p, q in zip(module.parameters(), fresh.parameters()):
-                        p.mul_(shrink).add_(q.to(p.device), alpha=perturb)
+        from sklearn_ext.utils._torch import init_parameters, make_generator
+
+        # Drawn on a CPU copy from a seeded generator: a member draws the same
+        # noise on any device.
+        generator = make_generator(int(seed))
+        for module in modules:
+            fresh = init_parameters(copy.deepcopy(module).to("cpu"), generator)
+            with torch.no_grad():
+                for p, q in zip(module.parameters(), fresh.parameters()):
+                    p.mul_(shrink).add_(q.to(p.device), alpha=perturb)
     return True

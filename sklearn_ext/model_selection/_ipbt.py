@@ -119,10 +119,11 @@ class IPBTSearchCV(BaseSearchCV):
 
     shrink, perturb : float, default=0.2, 0.1
         Shrink-and-perturb at a restart: θ ← shrink·θ_best + perturb·θ_fresh,
-        with θ_fresh a fresh initialisation (``reset_parameters()`` of torch
-        modules; Glorot-uniform for numpy weight matrices, zero for bias
-        vectors). Estimators whose weights are not found (see Notes) restart
-        those members from a fresh initialisation instead.
+        with θ_fresh a fresh initialisation (PyTorch's default scheme for torch
+        modules, from a seeded generator; Glorot-uniform for numpy weight
+        matrices, zero for bias vectors). Estimators whose weights are not
+        found (see Notes) restart those members from a fresh initialisation
+        instead.
 
     random_hp_fraction : float, default=0.5
         Fraction of the restarted population whose hyperparameters are drawn at
