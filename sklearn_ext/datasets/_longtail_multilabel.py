@@ -11,7 +11,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, logit
 from sklearn.utils import Bunch, check_random_state
 
-from sklearn_ext.utils._sklearn_compat import Interval, validate_params
+from sklearn_ext.utils._sklearn_compat import Interval, StrOptions, validate_params
 from sklearn_ext.utils._torch import child_seeds
 
 __all__ = ["make_longtail_multilabel"]
@@ -20,24 +20,28 @@ __all__ = ["make_longtail_multilabel"]
 _N_CALIBRATION = 20_000
 
 
-def _draw_labels(rng, n_samples, parents, intercepts, parent_effect):
-    """Draw the label matrix label by label, in index (topological) order."""
+def _draw_labels(rng, n_samples, parents, order, intercepts, parent_effect):
+    """Draw the label matrix label by label, in the topological ``order``."""
     n_labels = len(parents)
     # Column-major: the loop reads and writes whole columns.
     Y = np.zeros((n_samples, n_labels), dtype=np.int64, order="F")
-    for k in range(n_labels):
+    for k in order:
         n_on = Y[:, parents[k]].sum(axis=1)
         prob = expit(intercepts[k] + parent_effect * n_on)
         Y[:, k] = rng.random(n_samples) < prob
     return np.ascontiguousarray(Y)
 
 
-def _calibrate_intercepts(rng, parents, frequencies, parent_effect):
-    """Intercepts whose marginals match ``frequencies`` on a calibration sample."""
+def _calibrate_intercepts(rng, parents, order, frequencies, parent_effect):
+    """Intercepts whose marginals match ``frequencies`` on a calibration sample.
+
+    The labels are calibrated and drawn in the topological ``order``, so the
+    parents of each label are drawn before it.
+    """
     n_labels = len(parents)
     Y = np.zeros((_N_CALIBRATION, n_labels), dtype=np.int64, order="F")
     intercepts = np.empty(n_labels)
-    for k in range(n_labels):
+    for k in order:
         p = frequencies[k]
         n_on = Y[:, parents[k]].sum(axis=1)
         counts = np.bincount(n_on, minlength=1) / _N_CALIBRATION
@@ -60,7 +64,9 @@ def _calibrate_intercepts(rng, parents, frequencies, parent_effect):
 def _draw_sample(rng, n_samples, structure, parent_effect, noise, shortcut_strength):
     """Labels, then shortcut switches, then features, of one sample."""
     parents = [np.flatnonzero(col) for col in structure.graph.T]
-    Y = _draw_labels(rng, n_samples, parents, structure.intercepts, parent_effect)
+    Y = _draw_labels(
+        rng, n_samples, parents, structure.order, structure.intercepts, parent_effect
+    )
     active = np.asfortranarray(Y, dtype=np.float64)
     for t in np.flatnonzero(structure.tail):
         h = structure.shortcut_parent[t]
@@ -70,6 +76,62 @@ def _draw_sample(rng, n_samples, structure, parent_effect, noise, shortcut_stren
     X *= noise
     X += active @ structure.signatures
     return X, Y
+
+
+def _cap_tail_parents_of_heads(rng, order, shortcut_parent, max_parents):
+    """Move head labels so at most ``max_parents`` of their tail partners precede.
+
+    A tail label placed before its shortcut partner ``h`` is a parent of ``h``
+    whose edge must be kept. For each head label ``h`` with more than
+    ``max_parents`` of its tail partners before it, the slot of ``h`` among the
+    positions of ``h`` and its partners is redrawn uniformly from the first
+    ``max_parents + 1``, the partners keeping their relative order. A uniform
+    ``order`` becomes uniform given that no head label has more than
+    ``max_parents`` tail parents, since the arrangements within these disjoint
+    groups of labels are independent.
+    """
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    for h in np.unique(shortcut_parent[shortcut_parent >= 0]):
+        partners = np.flatnonzero(shortcut_parent == h)
+        partners = partners[np.argsort(rank[partners])]
+        n_before = np.count_nonzero(rank[partners] < rank[h])
+        if n_before <= max_parents:
+            continue
+        slot = rng.integers(max_parents + 1)
+        members = np.concatenate([partners[:slot], [h], partners[slot:]])
+        positions = np.sort(rank[members])
+        order[positions] = members
+        rank[members] = positions
+    return order
+
+
+def _plant_graph(srng, L, tail, shortcut_parent, order, edge_probability, max_parents):
+    """The DAG: random forward edges of ``order`` plus the shortcut edges, capped."""
+    rank = np.empty(L, dtype=np.int64)
+    rank[order] = np.arange(L)
+    graph = np.zeros((L, L), dtype=bool)
+    # Entry (a, b) of the triangle is the edge from position a to position b.
+    graph[np.ix_(order, order)] = np.triu(srng.random((L, L)) < edge_probability, k=1)
+    t = np.flatnonzero(tail)
+    h = shortcut_parent[t]
+    forward = rank[h] < rank[t]
+    graph[h[forward], t[forward]] = True
+    graph[t[~forward], h[~forward]] = True
+    for k in order:
+        parents = np.flatnonzero(graph[:, k])
+        if len(parents) <= max_parents:
+            continue
+        # The shortcut edges into k: from its own partner or its tail partners.
+        partner_of_k = shortcut_parent[parents] == k
+        if tail[k]:
+            partner_of_k |= parents == shortcut_parent[k]
+        kept = list(parents[partner_of_k])
+        parents = parents[~partner_of_k]
+        kept.extend(srng.choice(parents, max_parents - len(kept), replace=False))
+        graph[:, k] = False
+        graph[kept, k] = True
+    return graph.astype(np.int64)
 
 
 @validate_params(
@@ -82,6 +144,7 @@ def _draw_sample(rng, n_samples, structure, parent_effect, noise, shortcut_stren
         "tail_fraction": [Interval(Real, 0, 1, closed="both")],
         "edge_probability": [Interval(Real, 0, 1, closed="both")],
         "max_parents": [Interval(Integral, 1, None, closed="left")],
+        "edge_direction": [StrOptions({"random", "frequent_to_rare"})],
         "parent_effect": [Interval(Real, 0, None, closed="left")],
         "n_informative": [Interval(Integral, 1, None, closed="left")],
         "signal": [Interval(Real, None, None, closed="neither")],
@@ -104,6 +167,7 @@ def make_longtail_multilabel(
     tail_fraction=1 / 3,
     edge_probability=0.1,
     max_parents=2,
+    edge_direction="random",
     parent_effect=2.0,
     n_informative=5,
     signal=1.0,
@@ -118,11 +182,12 @@ def make_longtail_multilabel(
 
     Label frequencies follow Zipf's law, labels depend on each other through a
     planted DAG, and in the training sample the documents of each tail label
-    carry the features of a frequent "head parent" label: a model can learn
-    the tail label from the parent's well-represented features (a shortcut)
-    instead of its own. An optional test split drawn from the same structure,
-    with the same label distribution but a weaker shortcut, exposes such a
-    model. The model is given precisely in the Notes.
+    carry the features of a frequent "shortcut partner" label, joined to it by
+    an edge: a model can learn the tail label from the partner's
+    well-represented features (a shortcut) instead of its own. An optional
+    test split drawn from the same structure, with the same label distribution
+    but a weaker shortcut, exposes such a model. The model is given precisely
+    in the Notes.
 
     Parameters
     ----------
@@ -141,9 +206,17 @@ def make_longtail_multilabel(
         Tail labels must not overlap the head labels (the first
         ``ceil(L / 3)``).
     edge_probability : float in [0, 1], default=0.1
-        Probability of each extra edge ``i -> k`` with ``i < k`` of the DAG.
+        Probability of each extra edge ``i -> k`` of the DAG, for every label
+        ``i`` before ``k`` in the topological order.
     max_parents : int, default=2
         Most parents of a label, at least 1.
+    edge_direction : {"random", "frequent_to_rare"}, default="random"
+        Topological order of the DAG. With ``"random"``, a uniformly random
+        order independent of the frequencies, so that edges go from frequent
+        to rare labels as well as from rare to frequent ones. With
+        ``"frequent_to_rare"``, the index (frequency) order: every edge goes
+        from a more frequent to a rarer label, the DAG and the samples being
+        those of earlier versions for the same ``random_state``.
     parent_effect : float >= 0, default=2.0
         Increase of a label's log-odds per positive parent.
     n_informative : int, default=5
@@ -154,7 +227,7 @@ def make_longtail_multilabel(
         Standard deviation of the Gaussian noise added to the features.
     shortcut_strength : float in [0, 1], default=0.9
         In the training sample, probability that a row with tail label ``t``
-        and without its head parent ``h`` carries the signature of ``h``.
+        and without its shortcut partner ``h`` carries the signature of ``h``.
     n_test : int, default=0
         Number of samples of the shifted test split; none if 0.
     test_shortcut_strength : float in [0, 1], default=0.0
@@ -179,8 +252,12 @@ def make_longtail_multilabel(
         (ndarray of shape (L, L), int 0/1, ``graph[i, j] = 1`` for an edge
         ``i -> j``), ``intercepts`` (the ``b_k``), ``frequencies`` (the target
         ``p_k``), ``tail`` and ``head`` (bool masks of length ``L``),
-        ``shortcut_parent`` (the head parent of each tail label, -1 for the
-        other labels) and ``signatures`` (ndarray of shape (L, n_features)).
+        ``shortcut_parent`` (the shortcut partner of each tail label, -1 for
+        the other labels: the head label whose signature a tail label's
+        training documents carry; an edge joins them, in either direction),
+        ``signatures`` (ndarray of shape (L, n_features)) and ``order`` (the
+        topological order used, a permutation of the labels: every edge goes
+        from a label to a later one, and the labels are drawn in this order).
 
     Notes
     -----
@@ -190,17 +267,30 @@ def make_longtail_multilabel(
        frequency ``p_k = max_frequency * (k + 1) ** -zipf_exponent``. The
        tail labels are the last ``ceil(tail_fraction * L)``, the head labels
        the first ``ceil(L / 3)``.
-    2. *DAG.* Every tail label gets one head parent drawn uniformly from the
-       head labels; every label ``k >= 1`` also gets an edge from each
-       ``i < k`` not yet a parent, independently with probability
-       ``edge_probability``. A label with more than ``max_parents`` parents
-       keeps its head parent and a uniformly drawn subset of the others.
-       Edges go from lower to higher index only, so index order is a
-       topological order.
-    3. *Labels.* In index order,
+    2. *DAG.* Every tail label ``t`` gets one shortcut partner ``h`` drawn
+       uniformly from the head labels. A topological order ``pi`` of the
+       labels is then chosen: with ``edge_direction="frequent_to_rare"`` the
+       index order ``0, ..., L - 1``; with ``"random"`` a uniformly random
+       permutation, independent of the frequencies, in which each head label
+       ``h`` preceded by more than ``max_parents`` of its tail partners is
+       moved to a uniformly drawn slot among the first ``max_parents + 1``
+       of the positions of ``h`` and its partners (so ``pi`` is uniform given
+       that no head label has more than ``max_parents`` tail parents). Each
+       label gets an edge from each label before it in ``pi``, independently
+       with probability ``edge_probability``, and each tail label ``t`` and
+       its partner ``h`` are joined by the edge ``h -> t`` if ``h`` comes
+       first in ``pi``, ``t -> h`` otherwise: with ``"random"``, about half
+       the shortcut edges go from the rare ``t`` to the frequent ``h``, and
+       the random edges go both ways. A label with more than ``max_parents``
+       parents keeps the edges from its shortcut partners among them (its
+       own partner, or the tail labels whose partner it is) and a uniformly
+       drawn subset of the others. Every edge goes from a label to a later
+       one in ``pi``, returned as ``structure.order``.
+    3. *Labels.* In the order ``pi``,
        ``P(y_k = 1 | parents) = sigmoid(b_k + parent_effect * n_k)``, with
        ``n_k`` the number of positive parents. The intercepts are calibrated
-       on a sample of 20000 rows drawn label by label: ``b_k`` solves
+       on a sample of 20000 rows drawn label by label in the order ``pi``,
+       parents first: ``b_k`` solves
        ``mean(sigmoid(b_k + parent_effect * n_k)) = p_k`` over its rows
        (Brent's method), then label ``k`` of that sample is drawn with
        ``b_k``. The marginal of label ``k`` is therefore ``p_k`` up to the
@@ -213,11 +303,13 @@ def make_longtail_multilabel(
        distinct columns drawn uniformly for each label. The features are
        ``X = A @ S + noise * E`` with ``E`` standard normal and ``A`` the 0/1
        active-signature matrix, ``A = Y`` plus the shortcut.
-    5. *Shortcut.* For each tail label ``t`` with head parent ``h``, each row
-       with ``y_t = 1`` and ``y_h = 0`` gets ``A[row, h] = 1`` with
+    5. *Shortcut.* For each tail label ``t`` with shortcut partner ``h``, each
+       row with ``y_t = 1`` and ``y_h = 0`` gets ``A[row, h] = 1`` with
        probability ``shortcut_strength``: among the training rows with
        ``y_t = 1`` a fraction ``P(h | t) + (1 - P(h | t)) * shortcut_strength``
-       carry the signature of ``h``.
+       carry the signature of ``h``. Whatever the direction of the edge
+       between ``t`` and ``h``, ``P(h | t) > P(h)`` when
+       ``parent_effect > 0``.
     6. *Shifted test split.* ``n_test`` rows drawn as the training sample from
        the same structure (DAG, intercepts, signatures), hence with the same
        label distribution, but with ``test_shortcut_strength``: with the
@@ -247,6 +339,24 @@ def make_longtail_multilabel(
     ((500, 100), (500, 30), (200, 100), (200, 30))
     >>> int(structure.tail.sum()), int(structure.head.sum())
     (10, 10)
+
+    With the default ``edge_direction="random"``, some edges go from a rarer
+    (higher index) to a more frequent label, and all of them follow the
+    topological order ``structure.order``:
+
+    >>> parent, child = structure.graph.nonzero()
+    >>> bool((parent > child).any()), bool((parent < child).any())
+    (True, True)
+    >>> rank = structure.order.argsort()
+    >>> bool((rank[parent] < rank[child]).all())
+    True
+
+    With ``edge_direction="frequent_to_rare"``, every edge goes from a more
+    frequent to a rarer label:
+
+    >>> *_, structure = make_longtail_multilabel(
+    ...     edge_direction="frequent_to_rare", return_structure=True, random_state=0
+    ... )
     >>> parent, child = structure.graph.nonzero()
     >>> bool((parent < child).all())
     True
@@ -283,22 +393,17 @@ def make_longtail_multilabel(
     tail = np.arange(L) >= L - n_tail
     shortcut_parent = np.full(L, -1, dtype=np.int64)
     shortcut_parent[tail] = srng.integers(n_head, size=n_tail)
-    graph = np.triu(srng.random((L, L)) < edge_probability, k=1)
-    graph[shortcut_parent[tail], np.flatnonzero(tail)] = True
-    for k in range(L):
-        parents = np.flatnonzero(graph[:, k])
-        if len(parents) <= max_parents:
-            continue
-        kept = []
-        if tail[k]:
-            kept.append(shortcut_parent[k])
-            parents = parents[parents != shortcut_parent[k]]
-        kept.extend(srng.choice(parents, max_parents - len(kept), replace=False))
-        graph[:, k] = False
-        graph[kept, k] = True
-    graph = graph.astype(np.int64)
+    if edge_direction == "random":
+        order = srng.permutation(L)
+        order = _cap_tail_parents_of_heads(srng, order, shortcut_parent, max_parents)
+    else:
+        # No draw: the frequent_to_rare structure is that of earlier versions.
+        order = np.arange(L)
+    graph = _plant_graph(
+        srng, L, tail, shortcut_parent, order, edge_probability, max_parents
+    )
     parents = [np.flatnonzero(col) for col in graph.T]
-    intercepts = _calibrate_intercepts(srng, parents, frequencies, parent_effect)
+    intercepts = _calibrate_intercepts(srng, parents, order, frequencies, parent_effect)
     signatures = np.zeros((L, n_features))
     if n_features >= L * n_informative:
         columns = np.arange(L * n_informative).reshape(L, n_informative)
@@ -315,6 +420,7 @@ def make_longtail_multilabel(
         head=head,
         shortcut_parent=shortcut_parent,
         signatures=signatures,
+        order=order,
     )
 
     out = _draw_sample(
