@@ -297,6 +297,15 @@ class TorchMixin(TorchDeviceMixin):
             return None
         return to_tensor(weights, dtype=context.dtype, device=context.device)
 
+    def _best_loss(self, warm, validation):
+        """Best watched loss of the fit a warm start continues (None if cold)."""
+        if not warm:
+            return None
+        if validation:
+            curve = getattr(self, "validation_loss_curve_", [])
+            return min(curve) if curve else None
+        return min(self.loss_curve_)
+
     def _train(
         self,
         modules,
@@ -309,6 +318,7 @@ class TorchMixin(TorchDeviceMixin):
         max_iter=None,
         max_iter_param="max_iter",
         fixed_epochs=False,
+        validation_loss=None,
     ):
         """Train ``modules`` with the shared loop and record the fitted state.
 
@@ -338,6 +348,10 @@ class TorchMixin(TorchDeviceMixin):
         fixed_epochs : bool, default=False
             Run exactly ``max_iter`` epochs (no early stopping and hence no
             ConvergenceWarning), as for a pretraining budget.
+        validation_loss : callable, default=None
+            Early stopping on held-out samples (see
+            :func:`~sklearn_ext.utils._torch.train_loop`); the main phase then
+            stores the curve as ``validation_loss_curve_``.
         """
         torch = import_torch()
         main = phase == "training"
@@ -359,17 +373,24 @@ class TorchMixin(TorchDeviceMixin):
             generator=context.generator,
             device=context.device,
             verbose=self.verbose,
-            best_loss=min(self.loss_curve_) if warm else None,
+            best_loss=self._best_loss(warm, validation_loss is not None),
             estimator_name=type(self).__name__,
             phase=phase,
             max_iter_param=max_iter_param,
             warn_at_max_iter=not fixed_epochs,
+            validation_loss=validation_loss,
         )
         if main:
             for attr, module in modules.items():
                 setattr(self, attr, module.to("cpu").eval())
             self.loss_curve_ = (self.loss_curve_ if warm else []) + result.loss_curve
             self.n_iter_ = (self.n_iter_ if warm else 0) + result.n_iter
+            if validation_loss is not None:
+                self.validation_loss_curve_ = (
+                    self.validation_loss_curve_
+                    if warm and hasattr(self, "validation_loss_curve_")
+                    else []
+                ) + result.validation_curve
             self._record_device(context)
         else:
             setattr(self, f"{phase}_loss_curve_", result.loss_curve)

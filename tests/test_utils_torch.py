@@ -570,3 +570,48 @@ def test_fill_doc_refuses_an_unknown_entry():
 
     with pytest.raises(KeyError, match="no_such_parameter"):
         fill_doc(f)
+
+
+def test_train_loop_stops_on_the_validation_loss_when_given_one():
+    """Overfitting: the training loss keeps falling, the held-out loss turns up."""
+    rng = np.random.RandomState(0)
+    X = torch.tensor(rng.randn(40, 30))
+    y = torch.tensor(rng.randn(40))  # pure noise: 30 weights fit 30 of it
+    X_valid, y_valid = torch.tensor(rng.randn(200, 30)), torch.tensor(rng.randn(200))
+    w = torch.zeros(30, dtype=torch.float64, requires_grad=True)
+    optimizer = torch.optim.Adam([w], lr=0.05)
+
+    def batch_loss(idx):
+        return ((X[idx] @ w - y[idx]) ** 2).mean()
+
+    def validation_loss():
+        with torch.no_grad():
+            return float(((X_valid @ w - y_valid) ** 2).mean())
+
+    common = {"batch_size": 40, "max_iter": 300, "tol": 0.0, "n_iter_no_change": 5}
+    result = train_loop(
+        batch_loss,
+        40,
+        optimizer,
+        generator=torch.Generator().manual_seed(0),
+        validation_loss=validation_loss,
+        **common,
+    )
+    curve = result.validation_curve
+    assert result.converged and len(curve) == result.n_iter < 300
+    best = int(np.argmin(curve))
+    assert result.n_iter == best + 1 + 5  # five epochs without improvement
+    assert result.loss_curve[-1] < result.loss_curve[best]  # training still falls
+    # Without it the same rule watches the training loss, and runs on.
+    w.data.zero_()
+    optimizer = torch.optim.Adam([w], lr=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = train_loop(
+            batch_loss,
+            40,
+            optimizer,
+            generator=torch.Generator().manual_seed(0),
+            **common,
+        )
+    assert plain.n_iter > 2 * result.n_iter and plain.validation_curve == []

@@ -305,6 +305,7 @@ class TrainResult:
     n_iter: int
     loss_curve: list = field(default_factory=list)
     converged: bool = False
+    validation_curve: list = field(default_factory=list)
 
 
 def batch_bounds(n_samples, batch_size):
@@ -400,6 +401,7 @@ def train_loop(
     phase="training",
     max_iter_param="max_iter",
     warn_at_max_iter=True,
+    validation_loss=None,
 ):
     """Run minibatch training epochs until the loss settles or ``max_iter``.
 
@@ -479,11 +481,15 @@ def train_loop(
         result.n_iter += 1
         result.loss_curve.append(epoch_loss)
         bar.set_postfix(loss=f"{epoch_loss:.4g}")
-        if epoch_loss > best - tol:
+        watched = epoch_loss
+        if validation_loss is not None:
+            watched = float(validation_loss())
+            result.validation_curve.append(watched)
+        if watched > best - tol:
             no_improvement += 1
         else:
             no_improvement = 0
-        best = min(best, epoch_loss)
+        best = min(best, watched)
         if no_improvement >= n_iter_no_change:
             result.converged = True
             break
