@@ -17,12 +17,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn_ext.datasets import make_longtail_multilabel
 from sklearn_ext.multilabel import (
     NBCGClassifier,
+    f1_thresholds,
     learn_label_graph,
     nash_bargaining_weights,
 )
 from sklearn_ext.multilabel._label_graph import _coalition_masks, _greedy_dag
+from sklearn_ext.multilabel._thresholds import validation_split
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 SMALL = {
     "hidden_layer_sizes": (32,),
@@ -109,6 +111,11 @@ def test_coalition_masks_follow_edges_into_a_coalition():
     expected = np.eye(3, dtype=bool)
     expected[1, 0] = True  # coalition 1 reads its parent coalition 0
     assert_array_equal(masks, expected)
+    # And its ancestors: 0 -> 2 -> 3 makes coalition 0 an ancestor of 2.
+    graph[2, 3] = 1.0
+    masks = _coalition_masks(graph, np.array([0, 0, 1, 2]), 3)
+    expected[2, 1] = expected[2, 0] = True
+    assert_array_equal(masks, expected)
 
 
 # ------------------------------------------------------------ label graph
@@ -161,7 +168,8 @@ def test_fit_predict_shapes_and_fitted_structure():
     pred, proba = clf.predict(X_test), clf.predict_proba(X_test)
     assert pred.shape == y_test.shape and pred.dtype == y.dtype
     assert np.all((proba > 0) & (proba < 1))
-    assert_array_equal(pred, (proba > 0.5).astype(int))
+    assert clf.thresholds_.shape == (y.shape[1],)
+    assert_array_equal(pred, (proba > clf.thresholds_).astype(int))
     assert f1_score(y_test, pred, average="micro") > 0.8
     # Coalitions partition the labels; masks hold the diagonal.
     labels = np.sort(np.concatenate(clf.coalitions_))
@@ -273,6 +281,7 @@ def _weighted_problem():
 
 
 WEIGHTED = {
+    "threshold": 0.5,
     "hidden_layer_sizes": (),
     "max_iter": 300,
     "learning_rate_init": 2e-2,
@@ -285,7 +294,7 @@ def test_sample_weight_structure_equals_repeated_rows():
     """The deterministic stages see integer weights exactly as repeated rows."""
     X, y = _data(n=300)
     w = np.random.RandomState(1).randint(0, 3, len(y))
-    params = {**SMALL, "max_iter": 2}
+    params = {**SMALL, "max_iter": 2, "threshold": 0.5}
     weighted = NBCGClassifier(**params).fit(X, y, sample_weight=w)
     repeated = NBCGClassifier(**params).fit(
         np.repeat(X, w, axis=0), np.repeat(y, w, axis=0)
@@ -422,3 +431,273 @@ def test_warm_start_refuses_other_features_and_pickle_uses_fitted_shape():
     clf.set_params(n_coalitions="auto", hidden_layer_sizes=(16,))
     clone = pickle.loads(pickle.dumps(clf))
     assert_allclose(clone.predict_proba(X), clf.predict_proba(X))
+
+
+# ------------------------------------------------------ structural masks
+
+
+def _fitted_with_unread_pair(mask):
+    X, y = _data(n=400)
+    clf = NBCGClassifier(
+        **{**SMALL, "hidden_layer_sizes": (8,), "max_iter": 3, "threshold": 0.5},
+        n_coalitions=8,
+        mask=mask,
+    ).fit(X, y)
+    return X, clf
+
+
+def test_masks_are_structural_non_ancestor_channels_do_not_reach_a_coalition():
+    X, clf = _fitted_with_unread_pair("graph")
+    c, d = map(int, np.argwhere(~clf.masks_)[0])  # c does not read d
+    labels_c = clf.coalitions_[c]
+    before = clf.decision_function(X)
+    # Perturb everything coalition d computes: its encoder and its channels.
+    module = clf.module_
+    rows = np.flatnonzero(np.repeat(np.arange(8), 8) == d)  # 8 hidden units each
+    with torch.no_grad():
+        module.encoders[0].weight[rows] += 5.0
+        widths = [clf.channel_width * len(g) for g in clf.coalitions_]
+        start = int(np.sum(widths[:d]))
+        module.channels.weight[start : start + widths[d]] += 5.0
+    after = clf.decision_function(X)
+    assert_array_equal(after[:, labels_c], before[:, labels_c])
+    assert (
+        np.abs(after[:, clf.coalitions_[d]] - before[:, clf.coalitions_[d]]).max() > 0
+    )
+    # mask="none": every coalition reads every block, so the same change moves c.
+    X, free = _fitted_with_unread_pair("none")
+    assert free.masks_.all()
+    before = free.decision_function(X)
+    with torch.no_grad():
+        free.module_.channels.weight[start : start + widths[d]] += 5.0
+    assert (
+        np.abs(free.decision_function(X)[:, labels_c] - before[:, labels_c]).max()
+        > 1e-3
+    )
+
+
+def test_bargaining_weights_move_shared_encoders_and_leave_heads_their_own_loss():
+    from torch.nn import functional as F
+
+    from sklearn_ext.multilabel._nbcg_nn import BargainingLoss
+
+    X, y = _data(n=300)
+    clf = NBCGClassifier(
+        **{**SMALL, "hidden_layer_sizes": (), "max_iter": 3, "threshold": 0.5},
+        mask="none",
+    ).fit(X, y)
+    module = clf.module_
+    K, L = len(clf.coalitions_), y.shape[1]
+    member = torch.zeros(L, K, dtype=torch.float64)
+    for c, labels in enumerate(clf.coalitions_):
+        member[labels, c] = 1.0
+    scale = torch.rand(L, dtype=torch.float64) + 0.5
+    Xt, Yt = torch.tensor(X), torch.tensor(y, dtype=torch.float64)
+    module = module.double()
+
+    def grads(nash):
+        loss = BargainingLoss(
+            module,
+            lambda idx: (Xt[idx], Yt[idx], None),
+            label_scale=scale,
+            member=member,
+            disagreement=torch.ones(K, dtype=torch.float64),
+            rate=0.0,
+            nash=nash,
+        )
+        module.zero_grad()
+        loss(torch.arange(len(X))).backward()
+        weights = loss.step_weights[-1]
+        return {n: p.grad.clone() for n, p in module.named_parameters()}, weights
+
+    nash, alpha = grads(True)
+    plain, ones = grads(False)
+    assert_allclose(ones.numpy(), 1)
+    assert np.abs(alpha.numpy() - 1).max() > 0.05  # the weights are not trivial
+    # Heads: each coalition's own loss, whatever the weights.
+    assert_allclose(nash["heads.weight"], plain["heads.weight"], rtol=1e-9)
+    assert_allclose(nash["heads.bias"], plain["heads.bias"], rtol=1e-9)
+    # Shared encoders: the bargaining combination sum_c alpha_c grad L_c / K.
+    module.zero_grad()
+    logits, _ = module(Xt)
+    bce = F.binary_cross_entropy_with_logits(logits, Yt, reduction="none")
+    per_coalition = ((bce * scale) @ member).mean(0)
+    (per_coalition @ alpha / K).backward()
+    expected = module.channels.weight.grad
+    assert_allclose(nash["channels.weight"], expected, rtol=1e-8, atol=1e-12)
+    assert not np.allclose(nash["channels.weight"], plain["channels.weight"])
+
+
+def test_nash_weights_solve_in_torch_like_numpy():
+    rng = np.random.RandomState(0)
+    A = rng.randn(5, 9)
+    gram, surplus = A @ A.T, rng.rand(5) * 0.3
+    expected = nash_bargaining_weights(gram, surplus)
+    got = nash_bargaining_weights(torch.tensor(gram), torch.tensor(surplus))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float64
+    assert_allclose(got.numpy(), expected, rtol=1e-10)
+    # The conditions hold for the raw solution.
+    _, raw = nash_bargaining_weights(gram, surplus, return_raw=True)
+    G = gram / gram.diagonal().mean() + 1e-6 * np.eye(5)
+    assert_allclose(raw * (surplus + G @ raw), 1, rtol=1e-7)
+
+
+# ------------------------------------------------- label graph orientation
+
+
+def _collider(seed, n=5000):
+    rng = np.random.RandomState(seed)
+    r1, r2 = rng.rand(n) < 0.05, rng.rand(n) < 0.08
+    f = rng.rand(n) < np.where(r1 | r2, 0.9, 0.25)
+    return np.c_[r1, r2, f].astype(int)
+
+
+def test_label_graph_orients_rare_causes_of_a_frequent_label():
+    """Two rare labels that raise a frequent one: edges must point rare -> frequent.
+
+    A frequency-biased orientation (every edge into the rarer label) gives
+    f -> r1, f -> r2 plus an edge between r1 and r2 (they are dependent given
+    f); the collider is identified by the data alone.
+    """
+    right = wrong = 0
+    for seed in range(3):
+        G = learn_label_graph(_collider(seed), random_state=seed) > 0
+        right += int(G[0, 2]) + int(G[1, 2])
+        wrong += int(G[2, 0]) + int(G[2, 1])
+    assert right >= 5 and wrong <= 1
+
+
+def test_label_graph_recovers_directions_both_ways_without_frequency_bias():
+    """On planted edges in both directions, directed and skeleton scores apart."""
+    _, y, info = make_longtail_multilabel(
+        n_samples=5000,
+        n_labels=12,
+        max_frequency=0.4,
+        parent_effect=3.0,
+        return_structure=True,
+        random_state=2,
+    )
+    truth = info.graph > 0
+    assert (np.argwhere(truth)[:, 0] > np.argwhere(truth)[:, 1]).any()  # rare -> freq
+    G = learn_label_graph(y, random_state=0) > 0
+    skeleton = ((G | G.T) & truth).sum() / truth.sum()
+    directed = (G & truth).sum() / truth.sum()
+    assert skeleton >= 0.5
+    assert directed <= skeleton
+    # Learned edges point both ways in frequency (index) order.
+    parents, children = np.nonzero(G)
+    toward_rare = np.mean(parents < children)
+    assert 0.15 < toward_rare < 0.85
+
+
+# --------------------------------------------------------------- thresholds
+
+
+def test_f1_thresholds_maximise_f1_on_the_fold():
+    rng = np.random.RandomState(0)
+    y = (rng.rand(300, 4) < [0.3, 0.1, 0.03, 0.0]).astype(int)
+    proba = np.clip(0.6 * y + 0.5 * rng.rand(300, 4), 0, 1)
+    thresholds = f1_thresholds(y, proba)
+    assert thresholds[3] == 0.5  # no positives: the default
+    for label in range(3):
+        got = f1_score(y[:, label], proba[:, label] > thresholds[label])
+        candidates = np.unique(proba[:, label])
+        best = max(
+            f1_score(y[:, label], proba[:, label] >= t, zero_division=0)
+            for t in candidates
+            if (proba[:, label] >= t).sum() <= 2 * y[:, label].sum()
+        )
+        assert got == pytest.approx(best)
+
+
+def test_f1_thresholds_ignore_a_positive_ranked_far_down():
+    y = np.zeros((100, 1), dtype=int)
+    y[60] = 1
+    proba = np.linspace(0.9, 0.1, 100)[:, None]
+    # F1-optimal over all cuts would predict 61 samples to catch one positive.
+    assert f1_thresholds(y, proba)[0] == 0.5
+
+
+def test_iterative_stratification_keeps_rare_labels_on_both_sides():
+    rng = np.random.RandomState(0)
+    y = (rng.rand(400, 12) < np.geomspace(0.3, 0.012, 12)).astype(int)
+    counts = {"iterative": [], "none": []}
+    for stratify in counts:
+        for seed in range(10):
+            train, valid = validation_split(
+                y, 0.2, stratify=stratify, random_state=seed
+            )
+            assert len(np.intersect1d(train, valid)) == 0
+            assert len(train) + len(valid) == len(y)
+            share = y[valid].sum(0) / np.maximum(y.sum(0), 1)
+            counts[stratify].append(np.abs(share - 0.2).mean())
+    # Iterative stratification holds each label's share close to 20 %.
+    assert np.mean(counts["iterative"]) < 0.5 * np.mean(counts["none"])
+
+
+def test_threshold_auto_holds_out_a_fold_and_a_float_does_not():
+    X, y = _data(n=400)
+    auto = NBCGClassifier(**SMALL).fit(X, y)
+    fixed = NBCGClassifier(**{**SMALL, "threshold": 0.3}).fit(X, y)
+    assert_allclose(fixed.thresholds_, 0.3)
+    assert_allclose(fixed.label_frequencies_, y.mean(0))  # trained on all rows
+    assert not np.allclose(auto.label_frequencies_, y.mean(0))  # on 80 %
+    assert not np.allclose(auto.thresholds_, 0.5)
+    assert len(auto.validation_loss_curve_) == auto.n_iter_
+    assert_array_equal(fixed.predict(X), fixed.predict_proba(X) > 0.3)
+
+
+def test_threshold_auto_needs_enough_samples():
+    X, y = _data(n=100)
+    with pytest.raises(ValueError, match="validation_fraction"):
+        NBCGClassifier(**SMALL, validation_fraction=0.001).fit(X, y)
+
+
+# ---------------------------------------------------------------- targets
+
+
+def test_targets_as_dataframe_and_as_label_lists_name_the_classes():
+    pd = pytest.importorskip("pandas")
+    X, y = _data(n=300)
+    names = [f"tag{k}" for k in range(y.shape[1])]
+    params = {**SMALL, "max_iter": 5}
+    plain = NBCGClassifier(**params).fit(X, y)
+    frame = NBCGClassifier(**params).fit(X, pd.DataFrame(y, columns=names))
+    lists = [[names[k] for k in np.flatnonzero(row)] for row in y]
+    listed = NBCGClassifier(**params).fit(X, lists)
+    assert_array_equal(frame.classes_, names)
+    assert_array_equal(listed.classes_, sorted(names))  # sorted, as the binarizer
+    assert_array_equal(frame.predict(X), plain.predict(X))
+    order = np.argsort(names)
+    assert_array_equal(listed.predict(X), plain.predict(X)[:, order])
+    # A rectangular 0/1 list of lists is an indicator matrix, not label lists.
+    as_lists = NBCGClassifier(**params).fit(X, y.tolist())
+    assert_array_equal(as_lists.classes_, np.arange(y.shape[1]))
+
+
+def test_label_lists_of_mixed_types_raise_a_clear_error():
+    X, _ = _data(n=4)
+    with pytest.raises(ValueError, match="label lists"):
+        NBCGClassifier(**SMALL).fit(X, [["a"], [1], ["a", 2], []])
+
+
+def test_multioutput_contract_with_per_label_thresholds():
+    """scikit-learn's multioutput check, less its 0.5-threshold assumption."""
+    from scipy.stats import rankdata
+    from sklearn.datasets import make_multilabel_classification
+
+    X, y = make_multilabel_classification(
+        random_state=42, n_samples=42, n_labels=5, n_classes=3
+    )
+    clf = NBCGClassifier(**SMALL).fit(X, y)
+    pred, decision, proba = (
+        clf.predict(X),
+        clf.decision_function(X),
+        clf.predict_proba(X),
+    )
+    assert pred.shape == decision.shape == proba.shape == (42, 3)
+    assert pred.dtype.kind == "i"
+    assert_array_equal(pred, (decision > 0).astype(int))
+    assert_array_equal(pred, (proba > clf.thresholds_).astype(int))
+    for i in range(3):
+        assert_array_equal(rankdata(proba[:, i]), rankdata(decision[:, i]))

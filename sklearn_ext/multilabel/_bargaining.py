@@ -5,12 +5,16 @@
 
 import numpy as np
 
+from sklearn_ext.utils._torch import import_torch
+
 __all__ = ["nash_bargaining_weights"]
 
-# Newton steps of the bargaining solution, and the largest weight relative to
-# the mean weight.
+# Newton steps of the bargaining solution, the step sizes tried at each, and
+# the largest weight relative to the mean weight.
 _NASH_ITER = 30
+_NASH_HALVINGS = 16
 _NASH_MAX_RATIO = 10.0
+_NASH_TOL = 1e-7
 
 
 def nash_bargaining_weights(
@@ -33,19 +37,23 @@ def nash_bargaining_weights(
     gradient terms are on one scale. The conditions are the stationarity
     conditions of the strictly convex function
     ``a' G a / 2 + s' a - sum(log a)`` on ``a > 0``, so the solution is unique
-    and damped Newton steps find it. The weights are returned normalised to mean 1 and
-    capped at 10 times the mean.
+    and damped Newton steps find it. The weights are returned normalised to
+    mean 1 and capped at 10 times the mean.
+
+    The solve runs in torch (float64) on the device of ``gram`` when it is a
+    tensor, so that a GPU-trained model never copies its minibatch statistics
+    to the host; NumPy input gives NumPy output.
 
     Parameters
     ----------
-    gram : ndarray of shape (n_players, n_players)
+    gram : ndarray or tensor of shape (n_players, n_players)
         Gram matrix of the players' gradients.
-    surplus : ndarray of shape (n_players,)
+    surplus : ndarray or tensor of shape (n_players,)
         Non-negative surpluses over the disagreement point.
     n_iter : int, default=30
         Most Newton steps; they stop once every ``alpha_c (s_c + (G alpha)_c)``
-        is within 1e-9 of 1.
-    init : array-like of shape (n_players,), default=None
+        is within 1e-7 of 1.
+    init : array-like or tensor of shape (n_players,), default=None
         Starting point, e.g. the raw solution of the previous minibatch.
     return_raw : bool, default=False
         Also return the solution before normalisation and capping (to pass
@@ -53,9 +61,10 @@ def nash_bargaining_weights(
 
     Returns
     -------
-    alpha : ndarray of shape (n_players,)
-        Positive weights with mean 1.
-    raw : ndarray of shape (n_players,)
+    alpha : ndarray or tensor of shape (n_players,)
+        Positive weights with mean 1 (a float64 tensor on ``gram``'s device
+        for tensor input).
+    raw : ndarray or tensor of shape (n_players,)
         Only with ``return_raw``: the solution of the conditions.
 
     References
@@ -73,12 +82,19 @@ def nash_bargaining_weights(
     >>> np.round(w[1] / w[0], 3)  # equal shares: weights inverse to the norms
     np.float64(2.0)
     """
-    G = np.array(gram, dtype=np.float64)
-    s = np.clip(np.asarray(surplus, dtype=np.float64), 0, None)
-    G /= max(G.diagonal().mean(), 1e-30)
-    G[np.diag_indices_from(G)] += 1e-6
+    torch = import_torch()
+    as_numpy = not isinstance(gram, torch.Tensor)
+    device = "cpu" if as_numpy else gram.device
+    G = torch.as_tensor(gram, dtype=torch.float64, device=device).clone()
+    s = torch.as_tensor(surplus, dtype=torch.float64, device=device).clamp_min(0)
+    G /= G.diagonal().mean().clamp_min(1e-30)
+    G += 1e-6 * torch.eye(len(G), dtype=G.dtype, device=device)
+    if init is not None:
+        init = torch.as_tensor(init, dtype=torch.float64, device=device)
     raw = _solve_conditions(G, s, n_iter, init)
     alpha = _cap_weights(raw / raw.mean())
+    if as_numpy:
+        alpha, raw = alpha.numpy(), raw.numpy()
     return (alpha, raw) if return_raw else alpha
 
 
@@ -87,55 +103,67 @@ def _solve_conditions(G, s, n_iter, init):
 
     The conditions are the stationarity conditions of the strictly convex
     ``phi(a) = a'Ga / 2 + s'a - sum(log a)`` on ``a > 0``; the steps start from
-    ``init`` when there is one. (NumPy: for these small systems it is far
-    faster than torch, on any device.)
+    ``init`` when there is one. A full Newton step is taken when it keeps
+    every weight positive and does not increase ``phi`` (nearly always, from
+    the previous minibatch's solution); otherwise the step sizes
+    ``t_max 2^-k`` (``t_max`` the largest that keeps every weight positive)
+    are tried all at once and the largest that does not increase ``phi`` is
+    taken.
     """
+    torch = import_torch()
 
-    def objective(a):
-        return 0.5 * a @ G @ a + s @ a - np.log(a).sum()
+    def objective(a):  # rows of a are candidate points
+        return 0.5 * ((a @ G) * a).sum(-1) + a @ s - torch.log(a).sum(-1)
 
     if init is None:
-        alpha = 1.0 / (s + np.sqrt(G.diagonal()))
+        alpha = 1.0 / (s + G.diagonal().sqrt())
     else:
-        alpha = np.clip(np.asarray(init, dtype=np.float64), 1e-12, None)
-    value = objective(alpha)
+        alpha = init.clamp_min(1e-12)
+    halvings = 0.5 ** torch.arange(_NASH_HALVINGS, dtype=G.dtype, device=G.device)
+    eye = torch.eye(len(G), dtype=G.dtype, device=G.device)
+    value = objective(alpha[None])[0]
     for _ in range(n_iter):
         grad = G @ alpha + s - 1.0 / alpha
-        # Relative residual of alpha_c (s_c + (G alpha)_c) = 1.
-        if np.abs(grad * alpha).max() < 1e-9:
+        # Residual of alpha_c (s_c + (G alpha)_c) = 1.
+        if float((grad * alpha).abs().max()) < _NASH_TOL:
             break
-        hess = G + np.diag(1.0 / alpha**2)
-        step = np.linalg.solve(hess, grad)
-        # Largest step that keeps every weight positive, then backtracking.
-        positive = step > 0
-        t = min(1.0, (0.99 * alpha[positive] / step[positive]).min(initial=1.0))
-        for _ in range(30):
-            candidate = alpha - t * step
-            new = objective(candidate)
-            if new <= value:
-                break
-            t *= 0.5
-        else:
+        step = torch.linalg.solve(G + eye / alpha**2, grad)
+        full = alpha - step
+        if bool((full > 0).all()):
+            full_value = objective(full[None])[0]
+            if full_value <= value:  # the full Newton step: the usual case
+                alpha, value = full, full_value
+                continue
+        ratio = torch.where(step > 0, alpha / step, torch.full_like(alpha, np.inf))
+        t = halvings * (0.99 * ratio.min()).clamp(max=1.0)
+        candidates = alpha - t[:, None] * step
+        values = objective(candidates)
+        decrease = values <= value
+        if not bool(decrease.any()):
             break
-        alpha, value = candidate, new
+        # The largest step size that does not increase phi.
+        first = torch.argmax(decrease.to(torch.int8))
+        alpha, value = candidates[first], values[first]
     return alpha
 
 
 def _cap_weights(alpha):
     """Cap weights of mean 1 at ``_NASH_MAX_RATIO``, keeping the mean 1.
 
-    Weights at the cap stay there while the others are rescaled (a few passes).
+    Weights at the cap stay there while the others are rescaled (a few passes:
+    a rescaled weight can cross the cap).
     """
-    alpha = alpha.copy()
-    for _ in range(len(alpha)):
+    torch = import_torch()
+    alpha = alpha.clone()
+    n = len(alpha)
+    for _ in range(n):
         over = alpha > _NASH_MAX_RATIO
-        if not over.any():
+        if not bool(over.any()):
             break
         alpha[over] = _NASH_MAX_RATIO
-        free = ~over & (alpha < _NASH_MAX_RATIO)
-        budget = len(alpha) - alpha[~free].sum()
-        if not free.any() or budget <= 0:
-            alpha = np.full_like(alpha, 1.0)
-            break
+        free = alpha < _NASH_MAX_RATIO
+        budget = n - _NASH_MAX_RATIO * float((~free).sum())
+        if not bool(free.any()) or budget <= 0:
+            return torch.ones_like(alpha)
         alpha[free] *= budget / alpha[free].sum()
     return alpha

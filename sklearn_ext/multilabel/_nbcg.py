@@ -24,6 +24,7 @@ from sklearn_ext.multilabel._label_graph import (
     learn_label_graph,
 )
 from sklearn_ext.multilabel._targets import encode_targets, warn_degenerate_labels
+from sklearn_ext.multilabel._thresholds import f1_thresholds, validation_split
 from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
@@ -53,27 +54,32 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     otherwise dominate the shared representation and the gradient, so that rare
     labels are learned through shortcuts. Training has three stages:
 
-    1. **Dependency structure.** A neural structural equation model over the
-       training labels with a NOTEARS acyclicity constraint (see
-       :func:`learn_label_graph`) gives ``label_graph_``, a weighted DAG.
+    1. **Dependency structure.** A logistic structural equation model over
+       the training labels with a NOTEARS acyclicity constraint (see
+       :func:`learn_label_graph`) gives ``label_graph_``, a weighted DAG whose
+       edge directions come from the data, not from label frequency.
     2. **Coalitions and masks.** The graph is cut into ``n_coalitions`` groups
        of strongly connected labels by spectral clustering of ``|A| + |A|^T``
-       (``coalitions_``). The network gives each coalition its own block of
-       ``channel_width`` channels per member label, computed from the shared
-       representation; coalition ``c`` may read its own block and the blocks
-       of its parent coalitions, those with an edge into ``c`` in the label
-       graph (``masks_[c, d]``). Information thus flows along the learned
-       dependencies, never against them nor between coalitions the graph
-       leaves unconnected.
-    3. **Bargaining.** The shared trunk (``hidden_layer_sizes``) is trained on
-       the weighted sum ``sum_c alpha_c L_c`` of the coalitions' losses, with
-       weights from the Nash bargaining solution (see
-       :func:`nash_bargaining_weights`) over the coalitions' gradients at the
-       shared representation and their surpluses over an adaptive
-       disagreement point. The coalition loss ``L_c`` is the mean over its
-       labels of the binary cross-entropy divided by the label's prior entropy,
-       so that 1 is the loss of predicting each label's frequency, the natural
-       disagreement point: what a coalition gets without the shared model. The
+       (``coalitions_``). Each coalition has its own sub-encoder from the
+       features to its block of ``channel_width`` channels per member label
+       (hidden layers of ``hidden_layer_sizes`` units per coalition, or
+       linear). The heads of coalition ``c`` read its own channels and those
+       of its ancestors, the coalitions from which a directed path of the
+       label graph leads into ``c`` (``masks_[c, d]``). The restriction is
+       structural (masked weights): a coalition's logits do not change,
+       exactly, when the channels of a coalition outside its ancestry do, and
+       a coalition's encoder is shared only with its descendants.
+       ``mask="none"`` lets every coalition read every block (ablation).
+    3. **Bargaining.** An encoder shared by several coalitions moves along the
+       Nash bargaining combination ``sum_c alpha_c g_c`` of their gradients
+       (Nash-MTL's update direction, see :func:`nash_bargaining_weights`),
+       while each coalition's heads follow its own loss only. The weights
+       solve the bargaining problem over the coalitions' gradients at the
+       channels and their surpluses over an adaptive disagreement point. The
+       coalition loss ``L_c`` is the mean over its labels of the binary
+       cross-entropy divided by the label's prior entropy, so that 1 is the
+       loss of predicting each label's frequency, the natural disagreement
+       point: what a coalition gets without the shared model. The
        disagreement point ``d_c`` starts at 1 and then trails the coalition's
        own loss, ``d_c <- d_c + r (L_c - d_c)`` at every step with
        ``r = disagreement_decay / n_batches`` (about an exponential average
@@ -81,20 +87,32 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
        ``max(d_c - L_c, 0) / d_c``. A coalition whose loss lags its own recent
        history thus gets a larger share; ``disagreement_decay=0`` keeps the
        disagreement point at the prior loss.
+    4. **Thresholds.** With ``threshold="auto"`` (the default) the network is
+       trained on ``1 - validation_fraction`` of the samples (an iterative
+       stratification over the labels, so that every rare label has
+       positives on both sides) and each label's threshold maximises its F1
+       on the rest (``thresholds_``). Tail-label F1 depends on the threshold
+       far more than on the model, so compare against baselines whose
+       thresholds are tuned alike (:func:`f1_thresholds`).
 
-    The weights are recomputed at every minibatch from a closed form of the
-    coalitions' gradients at the shared representation (the layers after the
-    trunk are linear), an upper-bound surrogate of the gradients on the shared
-    parameters (as in MGDA-UB), so the step costs ``O(batch * n_labels^2 +
-    width * n_labels^2 + n_coalitions^3)`` and no extra backward pass.
+    The weights are recomputed at every minibatch, in torch on the model's
+    device, from a closed form of the coalitions' gradients at the channels
+    (the heads are linear), an upper-bound surrogate of the gradients on the
+    encoders (as in MGDA-UB), so the step costs ``O(batch * n_labels^2 +
+    width * n_labels^2 + n_coalitions^3)`` and no extra backward pass. An
+    encoder read by one coalition alone is unaffected by the weights: Adam
+    removes a constant scale, which is why the weights act only on shared
+    encoders.
 
     For a 1-D ``y`` (exclusive classes) there is no dependency structure to
-    learn: ``label_graph_`` is empty and the coalitions come from the spectral
-    cut of a uniform graph.
+    learn: ``label_graph_`` is empty, the coalitions come from the spectral
+    cut of a uniform graph, and ``predict`` takes the most probable class
+    (no thresholds, no validation split).
 
     ``objective="sum"`` (plain linear scalarisation of the same coalition
-    losses, all weights 1) and ``coalitions="random"`` (a random partition of
-    the labels with the same coalition sizes) are the two ablations.
+    losses, all weights 1), ``coalitions="random"`` (a random partition of
+    the labels with the same coalition sizes) and ``mask="none"`` are the
+    ablations.
 
     Parameters
     ----------
@@ -107,11 +125,17 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     objective : {"nash", "sum"}, default="nash"
         "nash" weights the coalitions by the bargaining solution; "sum" gives
         every coalition weight 1 (ablation).
-    hidden_layer_sizes : tuple of int, default=(256,)
-        Widths of the shared trunk's hidden layers (ReLU). ``()`` makes the
-        trunk the identity: the coalition channels are linear in the
-        features, a structured linear model (the shared representation is
-        then ``X`` itself).
+    mask : {"graph", "none"}, default="graph"
+        "graph": a coalition reads its own and its ancestors' channels;
+        "none": every coalition reads every coalition's channels (ablation).
+    hidden_layer_sizes : tuple of int, default=()
+        Hidden units per coalition in each layer of the coalitions'
+        sub-encoders (ReLU). ``()`` makes every encoder linear: a structured
+        linear model, in which the masks decide which parameters coalitions
+        share (and hence what the bargaining mixes), while any one label can
+        still reach any linear function of the features through its own
+        channels. With hidden layers the masks also restrict the function
+        class.
     channel_width : int, default=8
         Channels per label in its coalition's block.
     disagreement_decay : float, default=0.1
@@ -119,18 +143,30 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         epoch; 0 keeps it at the loss of predicting the label frequencies.
     graph_l1 : float, default=0.005
         L1 penalty of the structural equation model.
-    graph_threshold : float, default=0.3
-        Smallest edge strength kept in ``label_graph_``.
+    graph_threshold : float, default=0.6
+        Smallest edge strength (absolute log-odds ratio) kept in
+        ``label_graph_``.
     graph_max_iter : int, default=10
         Rounds of the structural equation model's augmented Lagrangian.
-    threshold : float, default=0.5
-        A label is predicted when its probability exceeds this value.
+    threshold : "auto" or float, default="auto"
+        "auto": per-label thresholds that maximise F1 on an internal
+        validation fold (see above); a float: one probability threshold for
+        every label, and the network trains on all the samples.
+    validation_fraction : float, default=0.2
+        Share of the samples held out to choose the thresholds
+        (``threshold="auto"`` only).
+    stratify : {"iterative", "none"}, default="iterative"
+        How the validation fold is drawn: "iterative" stratification over the
+        labels (Sechidis et al., 2011, from the ``iterative-stratification``
+        package), which keeps rare labels' positives on both sides, or
+        "none", a uniformly random split.
     alpha : float, default=1e-4
         L2 penalty (weight decay) of the network.
     batch_size : int or "auto", default=256
         Samples per minibatch; "auto" uses ``min(200, n_samples)``. A
         trailing batch of a single sample joins the previous one.
-    %(learning_rate_init)s
+    learning_rate_init : float, default=1e-2
+        Adam's step size.
     max_iter : int, default=100
         Maximum number of epochs. Reaching it before the loss settles raises a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
@@ -142,22 +178,29 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         anew; ``n_iter_``, ``loss_curve_`` and ``bargaining_weights_`` then
         extend. A change of the labels or of what fixes the network and the
         graph (``hidden_layer_sizes``, ``channel_width``, ``n_coalitions``,
-        ``coalitions``, ``graph_l1``, ``graph_threshold``,
-        ``graph_max_iter``) raises a ValueError.
+        ``coalitions``, ``mask``, ``graph_l1``, ``graph_threshold``,
+        ``graph_max_iter``) raises a ValueError. With ``threshold="auto"``
+        the validation fold is drawn again from ``random_state`` (the same
+        fold for an int) and the thresholds are chosen anew.
     %(device)s
     random_state : int, RandomState instance or None, default=None
         Seeds the label graph's initial weights, the coalitions' spectral
         cut (and the random partition of ``coalitions="random"``), the
-        network's initialisation and the minibatch order (through a
-        ``torch.Generator``; no global seed is set). An int gives the same
-        result on the same data and hardware.
+        network's initialisation, the minibatch order (through a
+        ``torch.Generator``; no global seed is set) and the validation fold.
+        An int gives the same result on the same data and hardware.
     %(verbose)s
 
     Attributes
     ----------
     classes_ : ndarray
-        ``arange(n_labels)`` for an indicator ``y``; the class labels for a
-        1-D ``y``.
+        The labels, in the order of the columns of ``predict``: the column
+        names of a DataFrame ``y``, the sorted label names of a list of label
+        lists, ``arange(n_labels)`` for an indicator array; the class labels
+        for a 1-D ``y``.
+    thresholds_ : ndarray of shape (n_labels,)
+        Probability threshold of each label (indicator ``y`` only): chosen on
+        the validation fold with ``threshold="auto"``, else ``threshold``.
     label_graph_ : ndarray of shape (n_labels, n_labels)
         Learned weighted DAG; ``label_graph_[i, j] > 0`` is an edge ``i -> j``.
     coalitions_ : list of ndarray
@@ -165,8 +208,8 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     masks_ : ndarray of shape (n_coalitions, n_coalitions), dtype=bool
         ``masks_[c, d]``: coalition ``c`` reads coalition ``d``'s channels.
     label_frequencies_ : ndarray of shape (n_labels,)
-        Frequency of each label in the training data (weighted by
-        ``sample_weight``).
+        Frequency of each label in the samples the network trains on
+        (weighted by ``sample_weight``).
     disagreement_point_ : ndarray of shape (n_coalitions,)
         Final disagreement point of each coalition (relative loss units).
     bargaining_weights_ : ndarray of shape (n_epochs, n_coalitions)
@@ -194,10 +237,15 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
     Notes
     -----
-    ``y`` is a binary indicator matrix (dense or sparse); a 1-D ``y`` (or a
-    single column) is single-label multiclass, one-hot encoded inside (each
-    class a label), and then ``predict`` returns class labels and
-    ``predict_proba`` each class's sigmoid normalised over the classes.
+    ``y`` is a binary indicator matrix (dense, sparse, or a pandas DataFrame
+    whose column names become ``classes_``) or a list of label lists (such
+    as ``[["sport"], ["sport", "economy"], []]``, binarised with
+    :class:`~sklearn.preprocessing.MultiLabelBinarizer`; ``classes_`` holds
+    the sorted labels, and ``predict`` returns the indicator matrix over
+    them). A 1-D ``y`` (or a single column) is single-label multiclass,
+    one-hot encoded inside (each class a label), and then ``predict``
+    returns class labels and ``predict_proba`` each class's sigmoid
+    normalised over the classes.
     For an indicator ``y``, ``predict_proba`` returns one probability per label
     in an (n_samples, n_labels) array (not scikit-learn's list of per-label
     arrays), strictly inside (0, 1). Each label's weight (its prior entropy and
@@ -218,6 +266,9 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
     exactly that of the data with repeated rows; the network, trained by
     shuffled minibatches, agrees with it in distribution over seeds, not
     bit for bit.
+    With ``threshold="auto"`` the validation loss that early stopping watches
+    is weighted too, while the thresholds maximise the unweighted F1 of the
+    validation fold.
 
     References
     ----------
@@ -257,20 +308,31 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         "graph_l1": [Interval(Real, 0, None, closed="left")],
         "graph_threshold": [Interval(Real, 0, None, closed="left")],
         "graph_max_iter": [Interval(Integral, 1, None, closed="left")],
-        "threshold": [Interval(Real, 0, 1, closed="neither")],
+        "mask": [StrOptions({"graph", "none"})],
+        "threshold": [Interval(Real, 0, 1, closed="neither"), StrOptions({"auto"})],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "stratify": [StrOptions({"iterative", "none"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
     }
 
     # Checks that cannot apply, with the reason (read by tests/test_common.py).
-    _expected_failed_checks = dict.fromkeys(
-        (
-            "check_sample_weight_equivalence_on_dense_data",
-            "check_sample_weight_equivalence_on_sparse_data",
+    _expected_failed_checks = {
+        **dict.fromkeys(
+            (
+                "check_sample_weight_equivalence_on_dense_data",
+                "check_sample_weight_equivalence_on_sparse_data",
+            ),
+            "minibatch-stochastic: repeated rows change the minibatches and the "
+            "steps per epoch, so weighted and repeated fits agree only in "
+            "distribution over seeds (tested in tests/test_multilabel_nbcg.py)",
         ),
-        "minibatch-stochastic: repeated rows change the minibatches and the "
-        "steps per epoch, so weighted and repeated fits agree only in "
-        "distribution over seeds (tested in tests/test_multilabel_nbcg.py)",
-    )
+        "check_classifier_multioutput": (
+            "per-label thresholds (threshold='auto'): predict is "
+            "decision_function > 0, not predict_proba rounded at 0.5 (shapes, "
+            "dtypes and the ranking of proba and decision are tested in "
+            "tests/test_multilabel_nbcg.py)"
+        ),
+    }
 
     _paper = (
         "NBCG: Nash-bargained causal game for long-tailed multi-label NLP, ICML 2026"
@@ -283,16 +345,19 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         n_coalitions="auto",
         coalitions="sem",
         objective="nash",
-        hidden_layer_sizes=(256,),
+        mask="graph",
+        hidden_layer_sizes=(),
         channel_width=8,
         disagreement_decay=0.1,
         graph_l1=0.005,
-        graph_threshold=0.3,
+        graph_threshold=0.6,
         graph_max_iter=10,
-        threshold=0.5,
+        threshold="auto",
+        validation_fraction=0.2,
+        stratify="iterative",
         alpha=1e-4,
         batch_size=256,
-        learning_rate_init=1e-3,
+        learning_rate_init=1e-2,
         max_iter=100,
         tol=1e-4,
         n_iter_no_change=10,
@@ -304,6 +369,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         self.n_coalitions = n_coalitions
         self.coalitions = coalitions
         self.objective = objective
+        self.mask = mask
         self.hidden_layer_sizes = hidden_layer_sizes
         self.channel_width = channel_width
         self.disagreement_decay = disagreement_decay
@@ -311,6 +377,8 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         self.graph_threshold = graph_threshold
         self.graph_max_iter = graph_max_iter
         self.threshold = threshold
+        self.validation_fraction = validation_fraction
+        self.stratify = stratify
         self.alpha = alpha
         self.batch_size = batch_size
         self.learning_rate_init = learning_rate_init
@@ -353,6 +421,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             "channel_width": self.channel_width,
             "n_coalitions": self.n_coalitions,
             "coalitions": self.coalitions,
+            "mask": self.mask,
             "graph_l1": self.graph_l1,
             "graph_threshold": self.graph_threshold,
             "graph_max_iter": self.graph_max_iter,
@@ -368,9 +437,11 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Features (e.g. TF-IDF or embeddings).
-        y : {array-like, sparse matrix} of shape (n_samples, n_labels) or (n_samples,)
-            Binary indicator matrix, or 1-D class labels (single-label
-            multiclass).
+        y : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_labels), \
+list of label lists, or array-like of shape (n_samples,)
+            Binary indicator matrix (a DataFrame's column names become
+            ``classes_``), a list of each sample's labels, or 1-D class
+            labels (single-label multiclass).
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the loss, in the label frequencies and
             in the label graph; None weighs them equally. Integer weights act
@@ -394,20 +465,55 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         weights = check_sample_weight(sample_weight, X, normalize=False)
         # The one warm-start check: labels, network and graph parameters.
         module = self._fitted_module(architecture=self._architecture_of(mode, classes))
-        graph_seed, cut_seed, shuffle_seed = child_seeds(self.random_state, 3)
+        graph_seed, cut_seed, shuffle_seed, split_seed = child_seeds(
+            self.random_state, 4
+        )
         ctx = self._torch_context()
+        self._mode, self._y_dtype, self.classes_ = mode, y_dtype, classes
+        tune = mode == "multilabel" and self.threshold == "auto"
+        if tune:
+            train, valid = self._validation_split(T, split_seed)
+            X_fit, T_fit = X[train], T[train]
+            w_fit = None if weights is None else weights[train]
+        else:
+            X_fit, T_fit, w_fit = X, T, weights
         freq = T.mean(axis=0) if weights is None else weights @ T / weights.sum()
         if mode == "multilabel":
             warn_degenerate_labels(T, freq)
-        self._mode, self._y_dtype, self.classes_ = mode, y_dtype, classes
         if module is None:
-            self.label_frequencies_ = freq
-            self._fit_structure(T, weights, graph_seed, cut_seed, shuffle_seed)
+            self.label_frequencies_ = (
+                T_fit.mean(axis=0) if w_fit is None else w_fit @ T_fit / w_fit.sum()
+            )
+            self._fit_structure(T_fit, w_fit, graph_seed, cut_seed, shuffle_seed, ctx)
             module = self._init_module(ctx.generator)
-        self._fit_network(module, X, T, weights, ctx, warm)
+        held_out = None
+        if tune:
+            held_out = (X[valid], T[valid], None if weights is None else weights[valid])
+        self._fit_network(module, X_fit, T_fit, w_fit, ctx, warm, held_out)
+        if mode == "multilabel":
+            if tune:
+                proba = self.predict_proba(X[valid])
+                self.thresholds_ = f1_thresholds(T[valid], proba)
+            else:
+                self.thresholds_ = np.full(T.shape[1], float(self.threshold))
         return self
 
-    def _fit_structure(self, T, weights, graph_seed, cut_seed, shuffle_seed):
+    def _validation_split(self, T, seed):
+        """Rows that train and rows that choose the thresholds."""
+        n_valid = int(self.validation_fraction * len(T))
+        if n_valid < 1 or len(T) - n_valid < 2:
+            raise ValueError(
+                f"threshold='auto' holds out validation_fraction="
+                f"{self.validation_fraction} of the {len(T)} samples to choose "
+                "the thresholds, which leaves no validation or training "
+                "samples; pass more samples, a larger validation_fraction, or "
+                "a float threshold."
+            )
+        return validation_split(
+            T, self.validation_fraction, stratify=self.stratify, random_state=seed
+        )
+
+    def _fit_structure(self, T, weights, graph_seed, cut_seed, shuffle_seed, ctx):
         """Stages 1-2: the label graph, the coalitions and their masks."""
         n_labels = T.shape[1]
         if self._mode == "multiclass":
@@ -420,6 +526,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
                 threshold=self.graph_threshold,
                 max_iter=self.graph_max_iter,
                 sample_weight=weights,
+                device=ctx.device,
                 random_state=graph_seed,
             )
         K = (
@@ -432,7 +539,10 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             assign = assign[np.random.RandomState(shuffle_seed).permutation(n_labels)]
         K = int(assign.max()) + 1
         self.coalitions_ = [np.flatnonzero(assign == c) for c in range(K)]
-        self.masks_ = _coalition_masks(self.label_graph_, assign, K)
+        if self.mask == "none":
+            self.masks_ = np.ones((K, K), dtype=bool)
+        else:
+            self.masks_ = _coalition_masks(self.label_graph_, assign, K)
 
     def _init_module(self, generator):
         """A new network, its label biases at the logits of the frequencies."""
@@ -461,8 +571,59 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
         return rows
 
-    def _fit_network(self, module, X, T, weights, ctx, warm):
-        """Stage 3: train the network on the bargaining-weighted loss."""
+    def _validation_loss(self, module, held_out, label_scale, member, ctx):
+        """``validation_loss()`` for early stopping, keeping the best epoch's state.
+
+        The loss is the one early stopping watches without a validation fold:
+        the mean over coalitions of the (weighted) relative loss, here on the
+        held-out rows. Returns the callable and a dict whose "state" is the
+        best epoch's parameters.
+        """
+        torch = import_torch()
+        from torch.nn import functional as F
+
+        X, T, weights = held_out
+        rows = self._batch_rows(X, T, weights, ctx)
+        bounds = batch_bounds(len(T), self._batch_size(len(T)))
+        best = {"loss": np.inf, "state": None}
+
+        def validation_loss():
+            module.eval()
+            total = torch.zeros(member.shape[1], dtype=ctx.dtype, device=ctx.device)
+            mass = 0.0
+            with torch.no_grad():
+                for start, stop in bounds:
+                    idx = torch.arange(start, stop, device=ctx.device)
+                    xb, yb, wb = rows(idx)
+                    logits, _ = module(xb)
+                    bce = F.binary_cross_entropy_with_logits(
+                        logits, yb, reduction="none"
+                    )
+                    per_sample = (bce * label_scale) @ member
+                    if wb is None:
+                        total += per_sample.sum(0)
+                        mass += stop - start
+                    else:
+                        total += wb @ per_sample
+                        mass += float(wb.sum())
+            module.train()
+            value = float(total.mean()) / max(mass, 1e-300)
+            if value < best["loss"]:
+                best["loss"] = value
+                best["state"] = {
+                    k: v.detach().clone() for k, v in module.state_dict().items()
+                }
+            return value
+
+        return validation_loss, best
+
+    def _fit_network(self, module, X, T, weights, ctx, warm, held_out=None):
+        """Stage 3: train the network on the bargaining-weighted loss.
+
+        With ``held_out`` (the validation fold's ``X, T, weights``) early
+        stopping watches the loss there, and the best epoch's parameters are
+        kept.
+        """
         from sklearn_ext.multilabel._nbcg_nn import BargainingLoss
 
         torch = import_torch()
@@ -489,7 +650,21 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         optimizer = torch.optim.Adam(
             module.parameters(), lr=self.learning_rate_init, weight_decay=self.alpha
         )
-        self._train({"module_": module}, loss, n_samples, ctx, optimizer)
+        validation_loss = best = None
+        if held_out is not None:
+            validation_loss, best = self._validation_loss(
+                module, held_out, loss.label_scale, loss.member, ctx
+            )
+        self._train(
+            {"module_": module},
+            loss,
+            n_samples,
+            ctx,
+            optimizer,
+            validation_loss=validation_loss,
+        )
+        if best is not None and best["state"] is not None:
+            self.module_.load_state_dict(best["state"])
         self.disagreement_point_ = loss.disagreement.double().cpu().numpy()
         per_step = torch.stack(loss.step_weights).double().cpu().numpy()
         epochs = per_step[: len(per_step) // n_batches * n_batches]
@@ -510,7 +685,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         return logits
 
     def decision_function(self, X):
-        """Logit of every label.
+        """Margin of every label over its threshold, in logits.
 
         Parameters
         ----------
@@ -520,9 +695,10 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         Returns
         -------
         scores : ndarray of shape (n_samples, n_labels) or (n_samples,)
-            Logits; for an indicator ``y`` a label is predicted when its logit
-            exceeds ``logit(threshold)``. For a 1-D ``y``, each class's
-            log-sigmoid (with two classes, the second's minus the first's).
+            For an indicator ``y``, each label's logit minus the logit of its
+            threshold (``thresholds_``): a label is predicted exactly when its
+            score is positive. For a 1-D ``y``, each class's log-sigmoid (with
+            two classes, the second's minus the first's).
         """
         logits = self._logits(X)
         if self._mode == "multiclass":
@@ -535,7 +711,8 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         # Bounded like predict_proba's clipping, so both rank samples alike.
         eps = np.finfo(np.float64).eps
         bound = np.log((1 - eps) / eps)
-        return np.clip(logits, -bound, bound)
+        t = self.thresholds_
+        return np.clip(logits, -bound, bound) - np.log(t / (1 - t))
 
     def predict_proba(self, X):
         """Probability of every label.
@@ -574,10 +751,10 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
             Indicator matrix (in the dtype of the training ``y``) for an
             indicator ``y``; class labels for a 1-D ``y``.
         """
-        proba = self.predict_proba(X)
+        check_is_fitted(self)
         if self._mode == "multiclass":
-            return self.classes_[proba.argmax(axis=1)]
-        return (proba > self.threshold).astype(self._y_dtype)
+            return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        return (self.decision_function(X) > 0).astype(self._y_dtype)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -612,8 +789,9 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
     @classmethod
     def _gpu_check_params(cls):
+        # Both phases run on the device: the label graph, then the network.
         params = {
-            "hidden_layer_sizes": (1024, 1024),
+            "hidden_layer_sizes": (512, 512),
             "batch_size": 1024,
             "max_iter": 10,
             "tol": 0.0,
@@ -626,10 +804,12 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         """Long-tailed labels with a shortcut: tail macro-F1 on the shifted test.
 
         The baseline is the strongest plain scikit-learn model found for this
-        data: one-vs-rest logistic regression with ``class_weight="balanced"``
-        (liblinear; tail macro-F1 0.61). Others tried: the same with lbfgs
-        0.59 (0.61 at ``C=10``, 0.57 at ``C=0.1``), unweighted 0.36, a balanced
-        ``LinearSVC`` 0.53, ``MLPClassifier`` 0.26.
+        data: one-vs-rest L1 logistic regression with
+        ``class_weight="balanced"`` (liblinear, ``C=0.3``; tail macro-F1
+        0.82 here). Others tried: the same at ``C=0.1`` 0.78, unbalanced at
+        ``C=0.1`` 0.32, balanced L2 0.57, unbalanced L2 0.31. NBCG gets about
+        0.45: each label's signal lives in 5 of the 200 features, which an L1
+        model finds (see the user guide).
         """
         import warnings
 
@@ -640,7 +820,7 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
         from sklearn_ext.datasets import make_longtail_multilabel
 
         X, y, X_test, y_test, info = make_longtail_multilabel(
-            n_samples=4000,
+            n_samples=3000,
             n_features=200,
             signal=2.0,
             n_test=4000,
@@ -660,14 +840,14 @@ class NBCGClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimato
 
         baseline = OneVsRestClassifier(
             LogisticRegression(
-                class_weight="balanced", solver="liblinear", max_iter=1000
+                C=0.3, l1_ratio=1.0, solver="liblinear", class_weight="balanced"
             )
         )
         return {
             "data": "make_longtail_multilabel, shifted test split",
             "metric": "tail-label macro-F1",
             "score": tail_f1(cls(random_state=0)),
-            "baseline": "one-vs-rest logistic regression, class_weight='balanced'",
+            "baseline": "one-vs-rest L1 logistic regression, class_weight='balanced'",
             "baseline_score": tail_f1(baseline),
             "greater_is_better": True,
         }
