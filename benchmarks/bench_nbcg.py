@@ -175,23 +175,25 @@ def _run(per, name, model, X, Y, tests, tail, seed):
     return model
 
 
+def _synthetic(seed, n_samples):
+    """Training data, the shifted and the iid test sets, and the structure."""
+    X, Y, X_shift, Y_shift, info = make_longtail_multilabel(
+        n_samples, n_test=n_samples, return_structure=True, random_state=seed, **DATA
+    )
+    _, _, X_iid, Y_iid = make_longtail_multilabel(
+        n_samples,
+        n_test=n_samples,
+        test_shortcut_strength=0.9,
+        random_state=seed,
+        **DATA,
+    )
+    return X, Y, (X_shift, Y_shift), (X_iid, Y_iid), info
+
+
 def synthetic_part(seeds, n_samples):
     per, graphs = {}, []
     for seed in seeds:
-        X, Y, X_shift, Y_shift, info = make_longtail_multilabel(
-            n_samples,
-            n_test=n_samples,
-            return_structure=True,
-            random_state=seed,
-            **DATA,
-        )
-        _, _, X_iid, Y_iid = make_longtail_multilabel(
-            n_samples,
-            n_test=n_samples,
-            test_shortcut_strength=0.9,
-            random_state=seed,
-            **DATA,
-        )
+        X, Y, (X_shift, Y_shift), (X_iid, Y_iid), info = _synthetic(seed, n_samples)
         tests = {"shift": (X_shift, Y_shift), "iid": (X_iid, Y_iid)}
         for name, model in _methods(seed).items():
             model = _run(per, name, model, X, Y, tests, info.tail, seed)
@@ -261,20 +263,7 @@ def shortcut_part(seeds, n_samples):
     """What blocks the shortcut: features restricted per label (diagnostic)."""
     rows = []
     for seed in seeds:
-        X, Y, X_shift, Y_shift, info = make_longtail_multilabel(
-            n_samples,
-            n_test=n_samples,
-            return_structure=True,
-            random_state=seed,
-            **DATA,
-        )
-        _, _, X_iid, Y_iid = make_longtail_multilabel(
-            n_samples,
-            n_test=n_samples,
-            test_shortcut_strength=0.9,
-            random_state=seed,
-            **DATA,
-        )
+        X, Y, (X_shift, Y_shift), (X_iid, Y_iid), info = _synthetic(seed, n_samples)
         for name, owner in (
             ("own signature only (oracle)", info.signatures > 0),
             ("owned features (L1 ownership)", "l1"),
