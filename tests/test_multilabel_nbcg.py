@@ -491,7 +491,7 @@ def test_bargaining_weights_move_shared_encoders_and_leave_heads_their_own_loss(
     member = torch.zeros(L, K, dtype=torch.float64)
     for c, labels in enumerate(clf.coalitions_):
         member[labels, c] = 1.0
-    scale = torch.rand(L, dtype=torch.float64) + 0.5
+    scale = torch.tensor(np.geomspace(0.2, 5.0, L))  # unequal coalitions
     Xt, Yt = torch.tensor(X), torch.tensor(y, dtype=torch.float64)
     module = module.double()
 

@@ -24,6 +24,7 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import (
+    adam,
     child_seeds,
     import_torch,
     init_parameters,
@@ -351,6 +352,7 @@ class CorrelatedVariationalIMVC(
         return np.where(np.isnan(Z), 0.0, Z)
 
     def _validate(self, X, reset):
+        self._refuse_view_list(X)
         X = validate_data(
             self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan"
         )
@@ -465,14 +467,13 @@ class CorrelatedVariationalIMVC(
 
     def _pretrain(self, module, views, mask, w, ctx):
         """Fit the encoders and decoders as an autoencoder, ``pretrain_iter`` epochs."""
-        torch = import_torch()
         if self.pretrain_iter == 0:
             self.pretraining_loss_curve_ = []
             return
         ae_params = [
             p for part in (module.encoders, module.decoders) for p in part.parameters()
         ]
-        optimizer = torch.optim.Adam(ae_params, lr=self.learning_rate_init)
+        optimizer = adam(ae_params, lr=self.learning_rate_init)
 
         def ae_loss(idx):
             losses = module.pretraining_loss([x[idx] for x in views], mask[idx])

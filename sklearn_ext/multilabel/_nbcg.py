@@ -34,6 +34,7 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import (
+    adam,
     batch_bounds,
     child_seeds,
     import_torch,
@@ -647,7 +648,7 @@ list of label lists, or array-like of shape (n_samples,)
             rate=self.disagreement_decay / n_batches,
             nash=self.objective == "nash",
         )
-        optimizer = torch.optim.Adam(
+        optimizer = adam(
             module.parameters(), lr=self.learning_rate_init, weight_decay=self.alpha
         )
         validation_loss = best = None
