@@ -320,6 +320,7 @@ class TorchMixin(TorchDeviceMixin):
         max_iter_param="max_iter",
         fixed_epochs=False,
         validation_loss=None,
+        tol=None,
     ):
         """Train ``modules`` with the shared loop and record the fitted state.
 
@@ -353,6 +354,9 @@ class TorchMixin(TorchDeviceMixin):
             Early stopping on held-out samples (see
             :func:`~sklearn_ext.utils._torch.train_loop`); the main phase then
             stores the curve as ``validation_loss_curve_``.
+        tol : float, default=None
+            The stopping tolerance; ``self.tol`` by default (an estimator whose
+            ``tol`` is "auto" passes the value it resolved).
         """
         main = phase == "training"
         warm = main and self.warm_start and hasattr(self, "loss_curve_")
@@ -368,7 +372,7 @@ class TorchMixin(TorchDeviceMixin):
             optimizer,
             batch_size=self._batch_size(n_samples),
             max_iter=max_iter,
-            tol=-math.inf if fixed_epochs else self.tol,
+            tol=-math.inf if fixed_epochs else (self.tol if tol is None else tol),
             n_iter_no_change=max_iter + 1 if fixed_epochs else self.n_iter_no_change,
             generator=context.generator,
             device=context.device,

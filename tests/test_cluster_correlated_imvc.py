@@ -465,3 +465,35 @@ def test_a_list_of_per_view_arrays_is_refused_with_how_to_stack_it():
     ).fit(np.hstack(Xs))
     with pytest.raises(ValueError, match="per-view arrays"):
         fitted.predict(Xs)
+
+
+def test_auto_schedule_trains_small_data_enough_to_find_the_clusters():
+    """Iris in two views (sepals, petals): 150 samples fit in one minibatch.
+
+    With a budget in epochs (10 pretraining epochs = 10 steps) and the
+    fixed tol=0.5 (an eighth of iris's final loss), the mixture starts from
+    an untrained encoder and collapses; "auto" resolves both from the data.
+    """
+    from sklearn.datasets import load_iris
+
+    from sklearn_ext.utils import clustering_accuracy
+
+    X, y = load_iris(return_X_y=True)
+    auto, fixed = [], []
+    for seed in range(2):
+        model = CorrelatedVariationalIMVC(
+            n_clusters=3, views=[2, 2], device="cpu", random_state=seed
+        ).fit(X)
+        assert len(model.pretraining_loss_curve_) == 80  # ceil(80 / 1 batch)
+        auto.append(clustering_accuracy(y, model.labels_))
+        old = CorrelatedVariationalIMVC(
+            n_clusters=3,
+            views=[2, 2],
+            pretrain_iter=10,
+            tol=0.5,
+            device="cpu",
+            random_state=seed,
+        ).fit(X)
+        fixed.append(clustering_accuracy(y, old.labels_))
+    assert min(auto) > 0.85
+    assert max(fixed) < 0.5
