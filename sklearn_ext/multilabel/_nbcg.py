@@ -811,7 +811,7 @@ list of label lists, or array-like of shape (n_samples,)
         ``C=0.1`` 0.19, balanced L2 0.49, unbalanced L2 0.23. NBCG gets about
         0.31 (0.45 with 3000 samples): each label's signal lives in 5 of the
         200 features, which an L1 model finds (see the user guide). 2500
-        training samples keep the demo under 5 s on 2 cores.
+        training samples keep the demo at about 5 s on 2 cores.
         """
         import warnings
 
