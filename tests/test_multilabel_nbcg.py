@@ -581,9 +581,7 @@ def test_label_graph_recovers_directions_both_ways_without_frequency_bias():
     assert (np.argwhere(truth)[:, 0] > np.argwhere(truth)[:, 1]).any()  # rare -> freq
     G = learn_label_graph(y, random_state=0) > 0
     skeleton = ((G | G.T) & truth).sum() / truth.sum()
-    directed = (G & truth).sum() / truth.sum()
     assert skeleton >= 0.5
-    assert directed <= skeleton
     # Learned edges point both ways in frequency (index) order.
     parents, children = np.nonzero(G)
     toward_rare = np.mean(parents < children)

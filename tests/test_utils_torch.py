@@ -20,6 +20,7 @@ from sklearn_ext.utils._torch import (
     batch_bounds,
     child_seeds,
     cpu_thread_limit,
+    dataset_mean,
     init_parameters,
     iter_batches,
     lbfgs_minimize,
@@ -615,3 +616,20 @@ def test_train_loop_stops_on_the_validation_loss_when_given_one():
             **common,
         )
     assert plain.n_iter > 2 * result.n_iter and plain.validation_curve == []
+
+
+def test_dataset_mean_is_the_weighted_mean_over_all_rows():
+    rng = np.random.RandomState(0)
+    losses = torch.tensor(rng.rand(23, 3))
+    w = torch.tensor(rng.randint(0, 4, 23).astype(float))
+
+    def per_sample(idx):
+        assert not torch.is_grad_enabled()
+        return losses[idx]
+
+    got = dataset_mean(per_sample, 23, 5, w)  # 5 batches, the last of 3 rows
+    expected = (w[:, None] * losses).sum(0) / w.sum()
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        dataset_mean(lambda idx: losses[idx, 0], 23, 4).numpy(), losses[:, 0].mean()
+    )

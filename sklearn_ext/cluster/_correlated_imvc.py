@@ -28,6 +28,7 @@ from sklearn_ext.utils._torch import (
     adam,
     batch_bounds,
     child_seeds,
+    dataset_mean,
     import_torch,
     init_parameters,
     to_tensor,
@@ -502,18 +503,14 @@ class CorrelatedVariationalIMVC(
         torch = import_torch()
         noise = torch.Generator(device=ctx.device).manual_seed(seed + 1)
         n_samples = mask.shape[0]
-        total, mass = 0.0, 0.0
-        with torch.no_grad():
-            for start, stop in batch_bounds(n_samples, self._batch_size(n_samples)):
-                idx = torch.arange(start, stop, device=ctx.device)
-                losses = module.negative_elbo([x[idx] for x in views], mask[idx], noise)
-                if w is None:
-                    total += float(losses.sum())
-                    mass += stop - start
-                else:
-                    total += float((losses * w[idx]).sum())
-                    mass += float(w[idx].sum())
-        return _AUTO_TOL * abs(total / mass)
+
+        def per_sample(idx):
+            return module.negative_elbo([x[idx] for x in views], mask[idx], noise)
+
+        initial = dataset_mean(
+            per_sample, n_samples, self._batch_size(n_samples), w, ctx.device
+        )
+        return _AUTO_TOL * abs(float(initial))
 
     def _pretrain(self, module, views, mask, w, ctx):
         """Fit the encoders and decoders as an autoencoder, ``pretrain_iter`` epochs."""

@@ -37,6 +37,7 @@ from sklearn_ext.utils._torch import (
     adam,
     batch_bounds,
     child_seeds,
+    dataset_mean,
     import_torch,
     init_parameters,
     to_tensor,
@@ -572,43 +573,31 @@ list of label lists, or array-like of shape (n_samples,)
 
         return rows
 
-    def _validation_loss(self, module, held_out, label_scale, member, ctx):
+    def _validation_loss(self, module, held_out, loss, ctx):
         """``validation_loss()`` for early stopping, keeping the best epoch's state.
 
-        The loss is the one early stopping watches without a validation fold:
-        the mean over coalitions of the (weighted) relative loss, here on the
+        The loss is the one early stopping watches without a validation fold
+        (``loss``'s mean coalition loss, sample-weighted), here on the
         held-out rows. Returns the callable and a dict whose "state" is the
         best epoch's parameters.
         """
-        torch = import_torch()
-        from torch.nn import functional as F
-
         X, T, weights = held_out
         rows = self._batch_rows(X, T, weights, ctx)
-        bounds = batch_bounds(len(T), self._batch_size(len(T)))
+        w = self._sample_weight(weights, X, ctx)
         best = {"loss": np.inf, "state": None}
+
+        def per_sample(idx):
+            xb, yb, _ = rows(idx)
+            return loss.coalition_losses(module(xb)[0], yb)
 
         def validation_loss():
             module.eval()
-            total = torch.zeros(member.shape[1], dtype=ctx.dtype, device=ctx.device)
-            mass = 0.0
-            with torch.no_grad():
-                for start, stop in bounds:
-                    idx = torch.arange(start, stop, device=ctx.device)
-                    xb, yb, wb = rows(idx)
-                    logits, _ = module(xb)
-                    bce = F.binary_cross_entropy_with_logits(
-                        logits, yb, reduction="none"
-                    )
-                    per_sample = (bce * label_scale) @ member
-                    if wb is None:
-                        total += per_sample.sum(0)
-                        mass += stop - start
-                    else:
-                        total += wb @ per_sample
-                        mass += float(wb.sum())
+            value = float(
+                dataset_mean(
+                    per_sample, len(T), self._batch_size(len(T)), w, ctx.device
+                ).mean()
+            )
             module.train()
-            value = float(total.mean()) / max(mass, 1e-300)
             if value < best["loss"]:
                 best["loss"] = value
                 best["state"] = {
@@ -653,9 +642,7 @@ list of label lists, or array-like of shape (n_samples,)
         )
         validation_loss = best = None
         if held_out is not None:
-            validation_loss, best = self._validation_loss(
-                module, held_out, loss.label_scale, loss.member, ctx
-            )
+            validation_loss, best = self._validation_loss(module, held_out, loss, ctx)
         self._train(
             {"module_": module},
             loss,

@@ -83,10 +83,6 @@ class NBCGNet(nn.Module):
         read = torch.as_tensor(read_mask, dtype=torch.float32).T
         self.heads = _MaskedLinear(int(sum(widths)), n_labels, read)
 
-    def shared_parameters(self):
-        """The encoders' parameters, which a coalition shares with its descendants."""
-        return [*self.encoders.parameters(), *self.channels.parameters()]
-
     def readout(self):
         """(n_labels, channels): the effective (masked) head weights."""
         return self.heads.weight * self.heads.mask
@@ -176,11 +172,15 @@ class BargainingLoss:
         )
         return weights.to(losses)
 
+    def coalition_losses(self, logits, yb):
+        """(batch, K): each sample's relative loss in each coalition."""
+        bce = F.binary_cross_entropy_with_logits(logits, yb, reduction="none")
+        return (bce * self.label_scale) @ self.member
+
     def __call__(self, idx):
         xb, yb, wb = self.rows(idx)
         logits, _ = self.module(xb, head_grad_scale=lambda: self._head_scale)
-        bce = F.binary_cross_entropy_with_logits(logits, yb, reduction="none")
-        per_sample = (bce * self.label_scale) @ self.member  # (batch, K)
+        per_sample = self.coalition_losses(logits, yb)
         K = per_sample.shape[1]
         with torch.no_grad():
             losses = weighted_mean(per_sample, wb)

@@ -383,6 +383,41 @@ def weighted_mean(losses, weights=None):
     return weights @ losses / losses.shape[0]
 
 
+def dataset_mean(per_sample, n_samples, batch_size, weights=None, device="cpu"):
+    """The weighted mean of a per-sample loss over a whole data set, by batches.
+
+    For a loss evaluated outside training (a validation loss, the initial
+    loss): ``per_sample(idx)`` returns the losses of the rows ``idx`` (a long
+    tensor on ``device``), of shape (batch,) or (batch, k); it runs under
+    ``torch.no_grad`` over :func:`batch_bounds`.
+
+    Parameters
+    ----------
+    per_sample : callable
+    n_samples, batch_size : int
+    weights : tensor of shape (n_samples,), default=None
+        Sample weights (any scale); None weighs the rows equally.
+    device : torch.device or str, default="cpu"
+
+    Returns
+    -------
+    tensor of shape () or (k,)
+    """
+    torch = import_torch()
+    total, mass = 0.0, 0.0
+    with torch.no_grad():
+        for start, stop in batch_bounds(n_samples, batch_size):
+            idx = torch.arange(start, stop, device=device)
+            losses = per_sample(idx)
+            if weights is None:
+                total = total + losses.sum(0)
+                mass += stop - start
+            else:
+                total = total + weights[idx] @ losses
+                mass += float(weights[idx].sum())
+    return total / mass
+
+
 def adam(params, lr, weight_decay=0.0):
     """The package's Adam: multi-tensor (``foreach``) updates on every device.
 
