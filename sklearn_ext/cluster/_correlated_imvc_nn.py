@@ -1,4 +1,4 @@
-"""The network of CorrelatedVariationalIMVC: encoders, decoders, fusion, losses.
+"""The network of CorrelatedVariationalIMVC: encoders, decoders, fusions, losses.
 
 torch is imported at the top of this module; the estimator module imports it
 lazily, inside its functions, so that importing :mod:`sklearn_ext.cluster`
@@ -43,8 +43,8 @@ class CorrelatedIMVCNet(nn.Module):
         Hidden widths of every encoder (reversed for the decoders).
     n_clusters : int
     learned : bool
-        Learn the correlation of the views' errors (else it is the identity
-        and the fusion is the product of experts).
+        Learn the correlation of the views' errors (else R is the identity:
+        independent errors, with learned per-view scales all the same).
     """
 
     def __init__(self, view_sizes, latent_dim, hidden, n_clusters, learned):
@@ -61,6 +61,8 @@ class CorrelatedIMVCNet(nn.Module):
         # diagonal is fixed to 1 before the rows are normalised, which still
         # reaches every correlation matrix.
         self.corr_factor = nn.Parameter(torch.zeros(n_views, n_views))
+        # Per-view scale of the views' errors around their cluster's centre.
+        self.log_scale = nn.Parameter(torch.zeros(n_views))
         self.prior_logits = nn.Parameter(torch.zeros(n_clusters))
         self.prior_means = nn.Parameter(torch.zeros(n_clusters, latent_dim))
         self.prior_log_vars = nn.Parameter(torch.zeros(n_clusters, latent_dim))
@@ -70,21 +72,26 @@ class CorrelatedIMVCNet(nn.Module):
         self.mean_width = sum(view_sizes) / n_views
 
     def init_parameters(self, generator):
-        """Start at the independent model (R = I) and a standard-normal prior.
+        """Start at the independent model (R = I, unit scales), standard prior.
 
-        k-means on the pretrained latent space sets the mixture before the
-        variational phase (see the estimator's ``_init_mixture``).
+        k-means on the pretrained latent space sets the mixture and the error
+        scales before the variational phase (the estimator's ``_init_mixture``).
         """
         with torch.no_grad():
             for p in (
                 self.corr_factor,
+                self.log_scale,
                 self.prior_logits,
                 self.prior_means,
                 self.prior_log_vars,
             ):
                 p.zero_()
 
-    # ------------------------------------------------------- the fusion
+    # ------------------------------------------------------ the fusions
+
+    def error_parameters(self):
+        """The error model's parameters (trained by ``error_nll`` alone)."""
+        return [self.corr_factor, self.log_scale]
 
     def correlation(self):
         """The correlation matrix R of the views' errors, (V, V)."""
@@ -98,6 +105,11 @@ class CorrelatedIMVCNet(nn.Module):
         factor = factor / factor.norm(dim=1, keepdim=True)
         return (1 - CORR_JITTER) * factor @ factor.T + CORR_JITTER * eye
 
+    def error_covariance(self):
+        """``Omega = S R S``: covariance of the views' errors, (V, V)."""
+        scale = self.log_scale.exp()
+        return self.correlation() * scale[:, None] * scale[None, :]
+
     def encode(self, views):
         """Per-view means and variances, (n, V, d) each."""
         means, variances = [], []
@@ -108,30 +120,36 @@ class CorrelatedIMVCNet(nn.Module):
             variances.append(nn.functional.softplus(raw) + MIN_VAR)
         return torch.stack(means, 1), torch.stack(variances, 1)
 
-    def fuse(self, means, variances, observed, correlation=None):
-        """Correlated Gaussian fusion of the observed views' estimates.
+    @staticmethod
+    def fuse(means, variances, observed):
+        """Product of experts of the observed views: ``q(z | x_O)`` of the ELBO."""
+        u = observed.to(means.dtype).unsqueeze(-1) / variances
+        precision = u.sum(1)
+        return (u * means).sum(1) / precision, 1.0 / precision
 
-        Per latent dimension the view estimates are treated as
-        ``mean_v = z + e_v`` with errors ``e ~ N(0, S R S)``, ``S`` the
-        diagonal of standard deviations and ``R`` the correlation. The fused
-        posterior is the generalised least-squares estimate over the observed
-        views: precision ``1' Sigma_O^-1 1`` and mean
-        ``1' Sigma_O^-1 mean_O / precision``. With ``R = I`` it is the product
-        of experts.
+    def calibrated_posterior(self, means, observed, covariance=None):
+        """Generalised least squares over the observed views, and q(c | x).
+
+        Per latent dimension the views' estimates are modelled as
+        ``mean_v = m_c + e_v`` around their cluster's centre ``m_c`` with
+        errors ``e ~ N(0, Omega)``. The fused estimate over the observed views
+        ``O`` is ``t = 1' Omega_O^-1 mean_O / 1' Omega_O^-1 1`` with variance
+        ``v = 1 / 1' Omega_O^-1 1``, and ``q(c | x)`` is proportional to
+        ``pi_c N(t; m_c, v I)`` (the exact posterior of the cluster under
+        this model: ``t`` is sufficient for ``m_c``). Returns ``t``, ``v``
+        (broadcast to ``t``'s shape) and ``log q(c | x)``.
         """
+        omega = self.error_covariance() if covariance is None else covariance
         mask = observed.to(means.dtype)
-        u = mask.unsqueeze(-1) / variances.sqrt()  # 1/s_v on observed views
-        w = u * means
-        if not self.learned:
-            precision = (u * u).sum(1)
-            numerator = (u * w).sum(1)
-        else:
-            R = self.correlation() if correlation is None else correlation
-            R_inv = self._masked_inverses(R, mask)
-            solved_u = R_inv @ u
-            precision = (u * solved_u).sum(1)
-            numerator = (w * solved_u).sum(1)
-        return numerator / precision, 1.0 / precision
+        solved = self._masked_inverses(omega, mask) @ mask.unsqueeze(-1)
+        precision = solved.sum(1)  # (n, 1)
+        t = (means * solved).sum(1) / precision
+        var = 1.0 / precision
+        log_pi = torch.log_softmax(self.prior_logits, 0)
+        diff = t.unsqueeze(1) - self.prior_means.unsqueeze(0)
+        joint = log_pi - 0.5 * (diff**2).sum(2) / var
+        log_resp = joint - torch.logsumexp(joint, 1, keepdim=True)
+        return t, var.expand_as(t), log_resp
 
     @staticmethod
     def average_views(means, observed):
@@ -167,37 +185,36 @@ class CorrelatedIMVCNet(nn.Module):
 
     # ------------------------------------------------ the loss terms
 
-    def error_nll(self, means, variances, mask):
-        """-log-likelihood of the views' disagreement, per sample.
+    def error_nll(self, means, observed, resp):
+        """-log-likelihood of the views' estimates around the centres, per sample.
 
-        Under ``mean_v = z + e_v``, ``e ~ N(0, S R S)``, the contrasts between
-        the observed views' estimates do not depend on ``z``; their
-        (restricted) likelihood is, up to constants,
-        ``-1/2 [log det R_O + r' Sigma_O^-1 r + log(1' Sigma_O^-1 1)]`` per
-        latent dimension, ``r`` the residuals around the generalised
-        least-squares mean. It is unbiased for R, unlike the likelihood at the
-        fitted mean. The estimates are detached: they are the data of this
-        term, so only R learns from it and the views cannot lower it by
-        collapsing their disagreement. Samples with one view add zero.
+        ``sum_c resp_c * 1/2 [d log det Omega_O + sum_d r_cd' Omega_O^-1 r_cd]``
+        with ``r_cd`` the observed views' estimates of dimension ``d`` minus
+        the centre ``m_c``: the Gaussian likelihood of the error model, each
+        sample weighted over the clusters by ``resp`` (its calibrated q(c|x)).
+        Estimates, centres and responsibilities are data here (detached), so
+        only ``Omega`` (scales and correlation) learns from this term, and the
+        encoders cannot lower it by moving their estimates. A sample with one
+        view informs that view's scale. The value returned is the difference
+        to the same likelihood at the current (detached) ``Omega``: zero, with
+        the likelihood's gradient, so that the training loss reported and used
+        for early stopping is the ELBO alone.
         """
-        means, variances = means.detach(), variances.detach()
-        m = mask.to(means.dtype).unsqueeze(-1)
-        R = self.correlation()
-        eye = torch.eye(R.shape[0], dtype=R.dtype, device=R.device)
+        means, resp = means.detach(), resp.detach()
+        mask = observed.to(means.dtype)
+        m = mask.unsqueeze(-1)
+        centres = self.prior_means.detach()
 
-        def nll(corr):
-            mean, var = self.fuse(means, variances, mask, corr)
-            resid = m * (means - mean.unsqueeze(1)) / variances.sqrt()
-            inv, logdet = self._masked_inverses(corr, mask, True)
-            quad = (resid * (inv @ resid)).sum((1, 2))
-            return 0.5 * (means.shape[2] * logdet + quad - torch.log(var).sum(1))
+        def nll(omega):
+            inv, logdet = self._masked_inverses(omega, mask, logdet=True)
+            total = means.shape[2] * logdet
+            for c in range(centres.shape[0]):
+                r = m * (means - centres[c])
+                total = total + resp[:, c] * (r * (inv @ r)).sum((1, 2))
+            return 0.5 * total
 
-        # Relative to independent errors (a log-likelihood ratio): the same
-        # gradient in R, but no drift from the detached estimates, so the
-        # training loss stays a usable stopping signal.
-        with torch.no_grad():
-            baseline = nll(eye)
-        return nll(R) - baseline
+        omega = self.error_covariance()
+        return nll(omega) - nll(omega.detach()).detach()
 
     def cluster_log_resp(self, mean, var):
         """log q(c | x) of the mixture prior given q(z | x) = N(mean, var)."""
@@ -227,11 +244,14 @@ class CorrelatedIMVCNet(nn.Module):
         return self.reconstruction(self.average_views(means, observed), views, observed)
 
     def negative_elbo(self, views, observed, generator):
-        """The training loss per sample: -ELBO minus the disagreement likelihood.
+        """The training loss per sample: -ELBO, plus the error model's term.
 
         ``-ELBO = reconstruction - E_c[log p(z|c) + log p(c)] + E_q log q(z, c)``
-        with one reparameterised draw of ``z`` (noise from ``generator``) for
-        the reconstruction and the responsibilities in closed form.
+        with ``q(z | x_O)`` the product of experts of the observed views, one
+        reparameterised draw of ``z`` (noise from ``generator``) for the
+        reconstruction and the responsibilities in closed form. The error
+        model's term (:meth:`error_nll`, value zero, gradient to ``Omega``
+        only) uses the calibrated responsibilities.
         """
         means, variances = self.encode(views)
         mean, var = self.fuse(means, variances, observed)
@@ -248,13 +268,11 @@ class CorrelatedIMVCNet(nn.Module):
             + (resp * log_resp).sum(1)
             - entropy_z
         )
-        if self.learned:
-            loss = loss + self.error_nll(means, variances, observed)
-        return loss
+        with torch.no_grad():
+            calibrated = self.calibrated_posterior(means, observed)[2].exp()
+        return loss + self.error_nll(means, observed, calibrated)
 
     def forward(self, views, observed):
-        """Inference: fused means, variances and log q(c | x), side by side."""
-        means, variances = self.encode(views)
-        mean, var = self.fuse(means, variances, observed)
-        log_resp, _ = self.cluster_log_resp(mean, var)
-        return torch.cat([mean, var, log_resp], dim=1)
+        """Inference: calibrated fused means, variances and log q(c | x)."""
+        means, _ = self.encode(views)
+        return torch.cat(self.calibrated_posterior(means, observed), dim=1)

@@ -82,6 +82,7 @@ def mask_views(X, views, missing_rate, random_state=None):
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
         "latent_dim": [None, Interval(Integral, 1, None, closed="left")],
         "separation": [Interval(Real, 0, None, closed="left")],
+        "cluster_std": [Interval(Real, 0, None, closed="left")],
         "noise": [Interval(Real, 0, None, closed="left"), list, tuple],
         "view_error": [Interval(Real, 0, None, closed="left"), list, tuple],
         "error_correlation": [Interval(Real, -1, 1, closed="both")],
@@ -98,6 +99,7 @@ def make_multiview_blobs(
     n_clusters=3,
     latent_dim=None,
     separation=3.0,
+    cluster_std=1.0,
     noise=0.5,
     view_error=0.0,
     error_correlation=0.0,
@@ -108,10 +110,10 @@ def make_multiview_blobs(
     """Generate clustered multi-view data from a shared latent space.
 
     Each sample ``i`` has a cluster label ``y_i`` and a shared latent vector
-    ``z_i = mu[y_i] + u_i`` with ``u_i ~ N(0, I)`` and cluster centres ``mu``
-    drawn from ``N(0, separation**2 I)``. View ``v`` sees the shared latent vector
-    through its own latent error ``e_iv``, its own random linear map ``A_v`` and
-    Gaussian noise of standard deviation ``noise[v]``::
+    ``z_i = mu[y_i] + u_i`` with ``u_i ~ N(0, cluster_std**2 I)`` and cluster
+    centres ``mu`` drawn from ``N(0, separation**2 I)``. View ``v`` sees the
+    shared latent vector through its own latent error ``e_iv``, its own random
+    linear map ``A_v`` and Gaussian noise of standard deviation ``noise[v]``::
 
         x_iv = (z_i + e_iv) @ A_v + noise[v] * eps_iv
 
@@ -145,8 +147,12 @@ def make_multiview_blobs(
     latent_dim : int, default=None
         Dimension of the shared latent space; defaults to ``max(2, n_clusters)``.
     separation : float, default=3.0
-        Standard deviation of the cluster centres relative to the within-cluster
-        spread.
+        Standard deviation of the cluster centres.
+    cluster_std : float, default=1.0
+        Within-cluster standard deviation of the shared latent vector. When it
+        is small beside ``view_error``, the views' latent errors, not the
+        spread of ``z``, decide how well the clusters can be told apart, and
+        how the views are fused matters most.
     noise : float or sequence of float, default=0.5
         Noise standard deviation, one value for all views or one per view.
     view_error : float or sequence of float, default=0.0
@@ -246,7 +252,7 @@ def make_multiview_blobs(
     dim = latent_dim or max(2, n_clusters)
     centres = rng.normal(scale=separation, size=(n_clusters, dim))
     y = rng.randint(n_clusters, size=n_samples)
-    z = centres[y] + rng.normal(size=(n_samples, dim))
+    z = centres[y] + cluster_std * rng.normal(size=(n_samples, dim))
     loadings, view_noise = [], []
     for size, sd in zip(sizes, noises):
         loadings.append(rng.normal(scale=1.0 / np.sqrt(dim), size=(dim, size)))
