@@ -121,3 +121,15 @@ def write_results(name, rows, columns, *, title, notes=""):
     text = "\n".join(lines) + "\n"
     (RESULTS / f"{name}.md").write_text(text)
     print(text)
+
+
+def paired_interval(a, b):
+    """Mean and 95% t interval of the per-seed differences ``a - b``."""
+    import numpy as np
+    from scipy import stats
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if len(d) < 2:
+        return float(d.mean()), float("nan"), float("nan")
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return float(d.mean()), float(d.mean() - half), float(d.mean() + half)

@@ -51,9 +51,8 @@ import time
 import warnings
 
 import numpy as np
-from _common import write_results
+from _common import paired_interval, write_results
 from _multilabel_mlp import MLPLossClassifier
-from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
@@ -349,11 +348,7 @@ def speed_part(n_samples, n_labels=50):
 
 def _paired(per, key, a, b):
     """Mean and 95% t interval of the per-seed difference a - b."""
-    d = np.array([r[key] for r in per[a]]) - np.array([r[key] for r in per[b]])
-    if len(d) < 2:
-        return d.mean(), np.nan, np.nan
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-    return d.mean(), d.mean() - half, d.mean() + half
+    return paired_interval([r[key] for r in per[a]], [r[key] for r in per[b]])
 
 
 def _verdict(other, best_peer, mean, low):
