@@ -202,19 +202,14 @@ class CorrelatedIMVCNet(nn.Module):
         """
         means, resp = means.detach(), resp.detach()
         mask = observed.to(means.dtype)
-        m = mask.unsqueeze(-1)
-        centres = self.prior_means.detach()
-
-        def nll(omega):
-            inv, logdet = self._masked_inverses(omega, mask, logdet=True)
-            total = means.shape[2] * logdet
-            for c in range(centres.shape[0]):
-                r = m * (means - centres[c])
-                total = total + resp[:, c] * (r * (inv @ r)).sum((1, 2))
-            return 0.5 * total
-
-        omega = self.error_covariance()
-        return nll(omega) - nll(omega.detach()).detach()
+        inv, logdet = self._masked_inverses(self.error_covariance(), mask, logdet=True)
+        # Residuals to every centre at once: (n, C, V, d).
+        r = mask[:, None, :, None] * (
+            means.unsqueeze(1) - self.prior_means.detach()[None, :, None, :]
+        )
+        quad = (r * (inv.unsqueeze(1) @ r)).sum((2, 3))  # (n, C)
+        nll = 0.5 * (means.shape[2] * logdet + (resp * quad).sum(1))
+        return nll - nll.detach()
 
     def cluster_log_resp(self, mean, var):
         """log q(c | x) of the mixture prior given q(z | x) = N(mean, var)."""
