@@ -104,7 +104,7 @@ def _methods(views, n_clusters, seed, **model_params):
 
     return {
         "CorrelatedVariationalIMVC (learned)": model("learned"),
-        "same model, independent (PoE)": model("independent"),
+        "same model, independent errors": model("independent"),
         "KMeans, mean-imputed": lambda X: (
             KMeans(n_clusters, n_init=10, random_state=seed).fit(_imputed(X)).labels_,
             None,
@@ -140,7 +140,7 @@ def real_data(rates, seeds):
                     (*_scores(data.target, labels), seconds, n_iter, converged)
                 )
         km = np.mean([r[3] for r in results["KMeans, mean-imputed"]])
-        indep = np.mean([r[3] for r in results["same model, independent (PoE)"]])
+        indep = np.mean([r[3] for r in results["same model, independent errors"]])
         for name, vals in results.items():
             arr = np.array([v[:4] for v in vals], dtype=float)
             epochs = [v[4] for v in vals if v[4] is not None]
