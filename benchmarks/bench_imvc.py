@@ -8,7 +8,8 @@ six. Rates 0, 0.1, 0.3, 0.5, 0.7; 5 seeds (the seed draws both the mask and
 the model's randomness). Methods, on the same masked data:
 
 - ``CorrelatedVariationalIMVC`` (default settings, ``correlation="learned"``);
-- the same model with ``correlation="independent"`` (product of experts);
+- the same model with ``correlation="independent"`` (R = I, per-view error
+  scales still learned);
 - (a) KMeans (n_init=10) on standardised, mean-imputed, concatenated views;
 - (c) spectral clustering (nearest-neighbour affinity, 10 neighbours) on the
   same imputed data.
