@@ -28,11 +28,12 @@ from sklearn_ext.utils._messages import progress
 from sklearn_ext.utils._torch import import_torch, lbfgs_minimize, to_numpy, to_tensor
 
 __all__ = [
+    "MaskedInverse",
     "TGINEEResult",
     "gee_blocks",
     "link_of",
     "moments",
-    "pattern_groups",
+    "pattern_index",
     "sandwich",
     "solve_tginee",
     "spectral_init",
@@ -91,20 +92,87 @@ def moments(eta, link):
     return eta, np.ones_like(eta), np.ones_like(eta)
 
 
-def pattern_groups(mask):
-    """Dyads grouped by their pattern of observed layers: ``[(pattern, rows)]``.
+def pattern_index(mask):
+    """The distinct patterns of observed layers and each dyad's pattern.
 
-    ``rows`` is None for a single group holding every dyad.
+    Returns
+    -------
+    patterns : ndarray of shape (n_patterns, n_layers), bool
+    index : ndarray of shape (n_dyads,), int64
     """
     if mask.all():
-        return [(np.ones(mask.shape[1], dtype=bool), None)]
+        return np.ones((1, mask.shape[1]), dtype=bool), np.zeros(len(mask), np.int64)
     patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    return [(pat, np.flatnonzero(inverse == g)) for g, pat in enumerate(patterns)]
+    return patterns, inverse.ravel().astype(np.int64)
 
 
-def gee_blocks(dmu, inv_sd, resid, groups, Zt, corr, weights=None):
-    """GEE matrices for the per-layer coefficients (beta_l, b_l).
+class MaskedInverse:
+    """Per dyad, ``R_O^{-1}``: the working correlation's inverse on its layers.
+
+    The inverse of ``R`` restricted to a dyad's observed layers, zero in the
+    rows and columns of the others, is computed once per pattern of observed
+    layers (one batched Cholesky over the patterns, on ``R``'s device) and
+    gathered per dyad in chunks, so that no Python loop runs over patterns and
+    memory stays at about ``2**22`` entries per chunk.
+
+    Parameters
+    ----------
+    corr : tensor of shape (n_layers, n_layers)
+    patterns : tensor of shape (n_patterns, n_layers)
+        1.0 where the pattern observes a layer.
+    index : tensor of shape (n_dyads,), long
+        Each dyad's pattern.
+    """
+
+    def __init__(self, corr, patterns, index):
+        torch = import_torch()
+        pair = patterns[:, :, None] * patterns[:, None, :]
+        eye = torch.diag_embed(1 - patterns)
+        chol = torch.linalg.cholesky(corr * pair + eye)
+        self.P = torch.cholesky_inverse(chol) * pair  # (n_patterns, L, L)
+        self.index = index
+        L = corr.shape[0]
+        self.chunk = max(1, 2**22 // (L * L))
+
+    def _chunks(self):
+        n = len(self.index)
+        for start in range(0, n, self.chunk):
+            stop = min(start + self.chunk, n)
+            yield start, stop, self.P[self.index[start:stop]]
+
+    def matvec(self, e):
+        """``R_O^{-1} e_d`` for every dyad: (n_dyads, L) -> (n_dyads, L)."""
+        if len(self.P) == 1:
+            return e @ self.P[0]
+        parts = [
+            (P @ e[start:stop, :, None])[..., 0] for start, stop, P in self._chunks()
+        ]
+        return import_torch().cat(parts)
+
+    def gram(self, a, Zt, w):
+        """``sum_d w_d (diag(a_d) R_O^{-1} diag(a_d)) kron (z_d z_d^T)``.
+
+        In layer-major order ``(l, a)``: shape (L * q, L * q).
+        """
+        L, q = a.shape[1], Zt.shape[1]
+        if len(self.P) == 1:  # one pattern: a Gram matrix masked by R^{-1}
+            F = (a[:, :, None] * Zt[:, None, :]).reshape(-1, L * q)
+            F = F * w.sqrt()[:, None]
+            ones = a.new_ones(q, q)
+            return (F.T @ F) * import_torch().kron(self.P[0].contiguous(), ones)
+        total = a.new_zeros(L * L, q * q)
+        for start, stop, P in self._chunks():
+            ad = a[start:stop]
+            G = ad[:, :, None] * P * ad[:, None, :] * w[start:stop, None, None]
+            z = Zt[start:stop]
+            K = (z[:, :, None] * z[:, None, :]).reshape(-1, q * q)
+            total = total + G.reshape(-1, L * L).T @ K
+        H = total.reshape(L, L, q, q).permute(0, 2, 1, 3)
+        return H.reshape(L * q, L * q)
+
+
+def gee_blocks(dmu, inv_sd, resid, inverse, Zt, weights):
+    """GEE matrices for the per-layer coefficients (beta_l, b_l), in torch.
 
     Returns ``H = sum_d w_d D_d^T V_d^{-1} D_d`` and the per-dyad estimating
     function rows ``S_d = D_d^T V_d^{-1} r_d`` (unweighted: the estimating
@@ -113,64 +181,39 @@ def gee_blocks(dmu, inv_sd, resid, groups, Zt, corr, weights=None):
 
     Parameters
     ----------
-    dmu, inv_sd, resid : ndarray of shape (n_dyads, n_layers)
+    dmu, inv_sd, resid : tensor of shape (n_dyads, n_layers)
         ``d mu / d eta``, ``1 / sqrt(v(mu))`` (0 where unobserved) and the
         residuals ``y - mu`` (0 where unobserved).
-    groups : list
-        From :func:`pattern_groups`.
-    Zt : ndarray of shape (n_dyads, n_coef)
+    inverse : MaskedInverse
+        The per-dyad ``R_O^{-1}``.
+    Zt : tensor of shape (n_dyads, n_coef)
         Covariates, with a column of ones for the intercept.
-    corr : ndarray of shape (n_layers, n_layers)
-        Working correlation ``R``.
-    weights : ndarray of shape (n_dyads,), default=None
-        Dyad (frequency) weights; None weighs the dyads equally.
+    weights : tensor of shape (n_dyads,)
+        Dyad (frequency) weights.
 
     Returns
     -------
-    H : ndarray of shape (n_layers * n_coef, n_layers * n_coef)
-    S : ndarray of shape (n_dyads, n_layers * n_coef)
+    H : tensor of shape (n_layers * n_coef, n_layers * n_coef)
+    S : tensor of shape (n_dyads, n_layers * n_coef)
     """
-    n, L = dmu.shape
-    q = Zt.shape[1]
-    if weights is None:
-        weights = np.ones(n)
-    root = np.sqrt(weights)
     a = dmu * inv_sd
     e = resid * inv_sd  # Pearson residuals (0 where unobserved)
-    H = np.zeros((L * q, L * q))
-    S = np.empty((n, L * q))
-    ones = np.ones((q, q))
-    for pattern, rows in groups:
-        obs = pattern.astype(np.float64)
-        outer = obs[:, None] * obs[None, :]
-        P = np.linalg.inv(corr * outer + np.diag(1 - obs)) * outer
-        sel = slice(None) if rows is None else rows
-        F = (a[sel][:, :, None] * Zt[sel][:, None, :]).reshape(-1, L * q)
-        # sqrt(w) on both sides: numpy's symmetric product, exact for w = 1.
-        F = F * root[sel][:, None]
-        H += (F.T @ F) * np.kron(P, ones)
-        S[sel] = ((a[sel] * (e[sel] @ P))[:, :, None] * Zt[sel][:, None, :]).reshape(
-            -1, L * q
-        )
-    return H, S
+    H = inverse.gram(a, Zt, weights)
+    S = (a * inverse.matvec(e))[:, :, None] * Zt[:, None, :]
+    return H, S.reshape(len(S), -1)
 
 
-def sandwich(dmu, inv_sd, resid, groups, Zt, corr, weights=None):
+def sandwich(dmu, inv_sd, resid, inverse, Zt, weights):
     """Robust covariance ``H^{-1} M H^{-1}`` of the per-layer (beta_l, b_l).
 
     ``M = sum_d w_d S_d S_d^T``: each dyad is an independent cluster, and a
     dyad of weight ``w`` counts as ``w`` of them. Arguments as in
-    :func:`gee_blocks`.
-
-    Returns
-    -------
-    ndarray of shape (n_layers * n_coef, n_layers * n_coef)
+    :func:`gee_blocks`; returns a float64 numpy array.
     """
-    if weights is None:
-        weights = np.ones(dmu.shape[0])
-    H, S = gee_blocks(dmu, inv_sd, resid, groups, Zt, corr, weights)
+    H, S = gee_blocks(dmu, inv_sd, resid, inverse, Zt, weights)
+    H, S = to_numpy(H).astype(np.float64), to_numpy(S).astype(np.float64)
     Hinv = np.linalg.pinv(H)
-    S = S * np.sqrt(weights)[:, None]
+    S = S * np.sqrt(to_numpy(weights).astype(np.float64))[:, None]
     return Hinv @ (S.T @ S) @ Hinv
 
 
@@ -300,7 +343,11 @@ class _Problem:
         if R:
             self.t["i"] = torch.as_tensor(pairs[:, 0], device=ctx.device)
             self.t["j"] = torch.as_tensor(pairs[:, 1], device=ctx.device)
-        self.groups = pattern_groups(self.mask)
+        patterns, index = pattern_index(self.mask)
+        self.t["patterns"] = tensor(patterns)
+        self.t["index"] = torch.as_tensor(index, device=ctx.device)
+        self.t["Zt"] = tensor(self.Zt)
+        self.t["wv"] = tensor(weights)
         self.params = {}
 
     def tensor(self, array):
@@ -346,14 +393,14 @@ class _Problem:
             eta = eta + (p["U"][t["i"]] * p["U"][t["j"]]) @ p["W"]
         return eta
 
-    def objective(self):
+    def objective(self, eta=None):
         """Weighted negative log-likelihood of the link's family plus the ridge.
 
         For these canonical links its gradient is the quasi-score, i.e. the
         independence estimating equations.
         """
         torch, t = self.torch, self.t
-        eta = self.linear_predictor()
+        eta = self.linear_predictor() if eta is None else eta
         if self.link == "logit":
             nll = torch.nn.functional.softplus(eta) - t["Y"] * eta
         elif self.link == "log":
@@ -366,8 +413,8 @@ class _Problem:
             loss = loss + 0.5 * self.alpha * ((U**2).sum() + (W**2).sum())
         return loss
 
-    def minimise(self, params, max_iter):
-        """L-BFGS on the objective over ``params``, the others held fixed."""
+    def minimise(self, params, max_iter, objective=None):
+        """L-BFGS on ``objective`` (the likelihood's by default) over ``params``."""
         fixed = [v for v in self.params.values() if all(v is not q for q in params)]
         held = [v.requires_grad for v in fixed]
         for v in fixed:
@@ -375,7 +422,7 @@ class _Problem:
         try:
             lbfgs_minimize(
                 params,
-                self.objective,
+                self.objective if objective is None else objective,
                 max_iter=max_iter,
                 tolerance_grad=_TOLERANCE_GRAD,
                 tolerance_change=_TOLERANCE_CHANGE,
@@ -394,40 +441,47 @@ class _Problem:
             inv_sd = t["M"] / var.clamp_min(1e-10).sqrt()
             return eta, mu, inv_sd, (t["Y"] - mu) * inv_sd
 
-    def coefficient_step(self, corr):
+    def inverse(self, corr):
+        """The per-dyad ``R_O^{-1}`` of the working correlation ``corr``."""
+        return MaskedInverse(corr, self.t["patterns"], self.t["index"])
+
+    def _moments(self, eta):
+        """Mean, d mean / d eta and ``1 / sqrt(v(mu))`` (0 where unobserved)."""
+        M = self.t["M"]
+        mu = self.inv_link(eta)
+        var = self.variance(mu).clamp_min(1e-10)
+        return mu, self.d_inv_link(eta), M / var.sqrt()
+
+    def coefficient_step(self, inverse):
         """Fisher-scoring steps of the GEE for (beta, b), factors as an offset."""
-        torch, p = self.torch, self.params
+        torch, p, t = self.torch, self.params, self.t
         L, q = self.Y0.shape[1], self.Zt.shape[1]
-        groups = self.groups
         with torch.no_grad():
-            eta = to_numpy(self.linear_predictor())
-        gamma = np.hstack(
-            [to_numpy(p["beta"]).T]
-            + ([to_numpy(p["b"])[:, None]] if self.fit_intercept else [])
-        )
-        M_np = self.mask.astype(np.float64)
-        w = self.weights
-        for _ in range(_SCORING_STEPS):
-            mu, dmu, var = moments(eta, self.link)
-            inv_sd = M_np / np.sqrt(np.maximum(var, 1e-10))
-            H, S = gee_blocks(
-                dmu, inv_sd, (self.Y0 - mu) * M_np, groups, self.Zt, corr, w
-            )
-            # A tiny ridge keeps H invertible when a layer is separated
-            # (e.g. all zeros); steps are damped to at most 5 on the link
-            # scale, so that such a layer cannot drag the others.
-            ridge = 1e-8 * max(np.trace(H) / len(H), 1e-12)
-            step = np.linalg.solve(H + ridge * np.eye(len(H)), (S * w[:, None]).sum(0))
-            step = step * min(1.0, _MAX_STEP / max(np.abs(step).max(), 1e-300))
-            step = step.reshape(L, q)
-            gamma = gamma + step
-            eta = eta + self.Zt @ step.T
-            if np.abs(step).max() < 1e-8:
-                break
-        with torch.no_grad():
-            p["beta"].copy_(torch.as_tensor(gamma[:, : self.n_covariates].T))
+            eta = self.linear_predictor()
+            parts = [p["beta"].T] + ([p["b"][:, None]] if self.fit_intercept else [])
+            gamma = torch.cat(parts, 1)
+            eye = torch.eye(L * q, dtype=eta.dtype, device=eta.device)
+            for _ in range(_SCORING_STEPS):
+                mu, dmu, inv_sd = self._moments(eta)
+                H, S = gee_blocks(
+                    dmu, inv_sd, (t["Y"] - mu) * t["M"], inverse, t["Zt"], t["wv"]
+                )
+                # A tiny ridge keeps H invertible when a layer is separated
+                # (e.g. all zeros); steps are damped to at most 5 on the link
+                # scale, so that such a layer cannot drag the others.
+                ridge = 1e-8 * max(float(torch.trace(H)) / len(H), 1e-12)
+                step = torch.linalg.solve(
+                    H + ridge * eye, (S * t["wv"][:, None]).sum(0)
+                )
+                step = step * min(1.0, _MAX_STEP / max(float(step.abs().max()), 1e-300))
+                step = step.reshape(L, q)
+                gamma = gamma + step
+                eta = eta + t["Zt"] @ step.T
+                if float(step.abs().max()) < 1e-8:
+                    break
+            p["beta"].copy_(gamma[:, : self.n_covariates].T)
             if self.fit_intercept:
-                p["b"].copy_(torch.as_tensor(gamma[:, self.n_covariates]))
+                p["b"].copy_(gamma[:, self.n_covariates])
 
     def rounds(self, structure, max_iter, tol, verbose):
         """Stage 2; returns (working correlation, rounds run, converged)."""
@@ -442,8 +496,9 @@ class _Problem:
             for round_ in range(max_iter):
                 *_, pearson = self.residuals()
                 corr = update_correlation(pearson, t["M"], t["w"], structure, torch)
+                inverse = self.inverse(corr)
                 if self.Zt.shape[1]:
-                    self.coefficient_step(to_numpy(corr))
+                    self.coefficient_step(inverse)
                 if self.R:
                     self.minimise(self.factor_params, _INNER_ITER)
                 with torch.no_grad():
@@ -472,16 +527,14 @@ class _Problem:
         t, p = self.t, self.params
         eta, mu, inv_sd, pearson = self.residuals()
         scale = float((t["w"] * pearson**2).sum() / t["MW"].sum())
-        corr = to_numpy(corr)
         if self.Zt.shape[1]:
             covariance = sandwich(
-                to_numpy(self.d_inv_link(eta)),
-                to_numpy(inv_sd),
-                to_numpy(t["Y"] - mu),
-                self.groups,
-                self.Zt,
-                corr,
-                self.weights,
+                self.d_inv_link(eta),
+                inv_sd,
+                (t["Y"] - mu) * t["M"],
+                self.inverse(corr),
+                t["Zt"],
+                t["wv"],
             )
         else:  # nothing to infer
             covariance = np.zeros((0, 0))
@@ -490,7 +543,7 @@ class _Problem:
             intercept=to_numpy(p["b"]),
             node_factors=to_numpy(p["U"]) if self.R else None,
             layer_weights=to_numpy(p["W"]).T.copy() if self.R else None,
-            working_correlation=corr,
+            working_correlation=to_numpy(corr).astype(np.float64),
             scale=scale,
             covariance=covariance,
             n_iter=n_iter,
