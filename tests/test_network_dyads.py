@@ -1,5 +1,7 @@
 """Conversion between multilayer adjacency tensors and dyad samples."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -25,7 +27,7 @@ def _random_tensor(n_layers, n_nodes, n_covariates, directed, seed, nan_rate=0.3
 @pytest.mark.parametrize("directed", [False, True])
 def test_round_trip_with_nan_and_covariates(directed):
     A, C = _random_tensor(3, 7, 2, directed, seed=0)
-    X, Y = tensor_to_dyads(A, C, directed=directed)
+    X, Y = tensor_to_dyads(A, C, directed=directed, shuffle=False)
     n_pairs = 7 * 6 if directed else 7 * 6 // 2
     assert X.dtype == np.float64 and Y.dtype == np.float64
     assert X.shape[1] == 4 and Y.shape[1] == 3 and X.shape[0] == Y.shape[0]
@@ -37,17 +39,17 @@ def test_round_trip_with_nan_and_covariates(directed):
     back = dyads_to_tensor(X, Y, n_nodes=7, directed=directed)
     np.testing.assert_array_equal(back, A)
     # Auto-detection finds the same directedness here.
-    X_auto, Y_auto = tensor_to_dyads(A, C)
+    X_auto, Y_auto = tensor_to_dyads(A, C, shuffle=False)
     np.testing.assert_array_equal(X_auto, X)
     np.testing.assert_array_equal(Y_auto, Y)
 
 
 def test_undirected_dyads_are_upper_pairs_in_row_major_order():
     A = np.zeros((2, 4, 4))
-    X, Y = tensor_to_dyads(A)
+    X, Y = tensor_to_dyads(A, shuffle=False)
     np.testing.assert_array_equal(X, [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]])
     assert Y.shape == (6, 2)
-    X, _ = tensor_to_dyads(A, directed=True)
+    X, _ = tensor_to_dyads(A, directed=True, shuffle=False)
     assert X.shape == (12, 2)
     assert not (X[:, 0] == X[:, 1]).any()
     assert list(map(tuple, X[:3].astype(int))) == [(0, 1), (0, 2), (0, 3)]
@@ -55,7 +57,7 @@ def test_undirected_dyads_are_upper_pairs_in_row_major_order():
 
 def test_node_indices_are_integer_valued_floats():
     A, C = _random_tensor(2, 9, 1, True, seed=1, nan_rate=0.0)
-    X, _ = tensor_to_dyads(A, C)
+    X, _ = tensor_to_dyads(A, C, shuffle=False)
     assert X.dtype == np.float64
     np.testing.assert_array_equal(X[:, :2], np.round(X[:, :2]))
     assert X[:, :2].min() == 0 and X[:, :2].max() == 8
@@ -64,7 +66,7 @@ def test_node_indices_are_integer_valued_floats():
 def test_diagonal_is_ignored():
     A = np.zeros((1, 3, 3))
     A[0, [0, 1, 2], [0, 1, 2]] = [5.0, np.inf, np.nan]
-    X, Y = tensor_to_dyads(A)
+    X, Y = tensor_to_dyads(A, shuffle=False)
     assert X.shape == (3, 2) and (Y == 0).all()
     back = dyads_to_tensor(X, Y)
     assert np.isnan(np.diagonal(back, axis1=1, axis2=2)).all()
@@ -73,24 +75,24 @@ def test_diagonal_is_ignored():
 def test_directedness_detection():
     A = np.zeros((2, 3, 3))
     A[1, 0, 2] = A[1, 2, 0] = np.nan  # NaN on both sides: still symmetric
-    X, _ = tensor_to_dyads(A)
+    X, _ = tensor_to_dyads(A, shuffle=False)
     assert X.shape[0] == 3
     A[1, 0, 2] = 1.0  # NaN on one side only: asymmetric
-    X, _ = tensor_to_dyads(A)
+    X, _ = tensor_to_dyads(A, shuffle=False)
     assert X.shape[0] == 6
     # Symmetric A, asymmetric covariates: directed.
     A = np.zeros((1, 3, 3))
     C = np.arange(9.0).reshape(3, 3)
-    X, _ = tensor_to_dyads(A, C)
+    X, _ = tensor_to_dyads(A, C, shuffle=False)
     assert X.shape == (6, 3)
-    X, _ = tensor_to_dyads(A, C + C.T)
+    X, _ = tensor_to_dyads(A, C + C.T, shuffle=False)
     assert X.shape == (3, 3)
 
 
 def test_two_dimensional_covariates_are_one_covariate():
     A, C = _random_tensor(2, 5, 1, False, seed=2)
-    X2, Y2 = tensor_to_dyads(A, C[:, :, 0])
-    X3, Y3 = tensor_to_dyads(A, C)
+    X2, Y2 = tensor_to_dyads(A, C[:, :, 0], shuffle=False)
+    X3, Y3 = tensor_to_dyads(A, C, shuffle=False)
     np.testing.assert_array_equal(X2, X3)
     np.testing.assert_array_equal(Y2, Y3)
 
@@ -100,12 +102,14 @@ def test_all_nan_dyads_are_dropped():
     A[0, 0, 1] = A[0, 1, 0] = 1.0
     A[1, 2, 3] = A[1, 3, 2] = 0.0
     A[1, 0, 3] = A[1, 3, 0] = np.nan
-    X, Y = tensor_to_dyads(A, directed=False)
+    X, Y = tensor_to_dyads(A, directed=False, shuffle=False)
     np.testing.assert_array_equal(X, [[0, 1], [2, 3]])
     np.testing.assert_array_equal(Y, [[1.0, np.nan], [np.nan, 0.0]])
     np.testing.assert_array_equal(dyads_to_tensor(X, Y), A)
     # Nothing observed at all: no dyad.
-    X, Y = tensor_to_dyads(np.full((3, 4, 4), np.nan), np.ones((4, 4, 2)))
+    X, Y = tensor_to_dyads(
+        np.full((3, 4, 4), np.nan), np.ones((4, 4, 2)), shuffle=False
+    )
     assert X.shape == (0, 4) and Y.shape == (0, 3)
 
 
@@ -147,7 +151,7 @@ def test_dyads_to_tensor_options():
 )
 def test_tensor_to_dyads_bad_inputs(A, covariates, directed, match):
     with pytest.raises(ValueError, match=match):
-        tensor_to_dyads(A, covariates, directed=directed)
+        tensor_to_dyads(A, covariates, directed=directed, shuffle=False)
 
 
 @pytest.mark.parametrize(
@@ -209,7 +213,7 @@ def test_round_trip_property(tensor, detect):
             A, A.transpose(0, 2, 1), equal_nan=True
         ) and np.array_equal(C, C.transpose(1, 0, 2))
         directed = not symmetric
-    X, Y = tensor_to_dyads(A, C, directed=None if detect else directed)
+    X, Y = tensor_to_dyads(A, C, directed=None if detect else directed, shuffle=False)
     n_nodes = A.shape[1]
     n_pairs = n_nodes * (n_nodes - 1) // (1 if directed else 2)
     n_kept = n_pairs - int(
@@ -227,7 +231,7 @@ def test_round_trip_property(tensor, detect):
 def test_dyads_to_tensor_takes_dataframe_column_names():
     pd = pytest.importorskip("pandas")
     A, C = _random_tensor(2, 6, 1, False, seed=3)
-    X, y = tensor_to_dyads(A, C)
+    X, y = tensor_to_dyads(A, C, shuffle=False)
     frame = pd.DataFrame(X[:, [2, 0, 1]], columns=["weight", "src", "dst"])
     back = dyads_to_tensor(frame, y, n_nodes=6, dyad_columns=("src", "dst"))
     np.testing.assert_array_equal(back, A)
@@ -238,3 +242,31 @@ def test_dyads_to_tensor_takes_dataframe_column_names():
         dyads_to_tensor(frame, y, dyad_columns=("source", "dst"))
     with pytest.raises(ValueError, match="X has no column names"):
         dyads_to_tensor(X, y, dyad_columns=("src", "dst"))
+
+
+def test_rows_are_shuffled_by_default_and_the_default_cv_works():
+    from sklearn.model_selection import cross_val_score
+
+    from sklearn_ext.datasets import make_multilayer_network
+    from sklearn_ext.network import TGINEE
+
+    A, C, _ = make_multilayer_network(40, 3, 2, random_state=0)
+    X, Y = tensor_to_dyads(A, C, random_state=0)
+    X0, Y0 = tensor_to_dyads(A, C, shuffle=False)
+    order = np.lexsort((X[:, 1], X[:, 0]))
+    np.testing.assert_array_equal(X[order], X0)
+    np.testing.assert_array_equal(Y[order], Y0)
+    assert not np.array_equal(X, X0)
+    # Rows in node order: the first fold holds every dyad of node 0, which
+    # its training folds never saw (a ValueError, so a NaN score).
+    with pytest.raises(ValueError, match="not seen"):
+        TGINEE(2, dyad_columns=(0, 1), device="cpu").fit(X0[200:], Y0[200:]).predict(
+            X0[:5]
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        in_order = cross_val_score(TGINEE(2, dyad_columns=(0, 1), device="cpu"), X0, Y0)
+    assert np.isnan(in_order[0])
+    # Shuffled rows: the default KFold works.
+    scores = cross_val_score(TGINEE(2, dyad_columns=(0, 1), device="cpu"), X, Y)
+    assert np.isfinite(scores).all()

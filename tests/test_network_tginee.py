@@ -32,7 +32,8 @@ def _network(n=80, rho=0.0, link="logit", seed=0, **kw):
     A, C, truth = make_multilayer_network(
         n, 3, 2, link=link, layer_correlation=rho, random_state=seed, **kw
     )
-    X, Y = tensor_to_dyads(A, C)
+    # Row-major order: the tolerances below were set on these data.
+    X, Y = tensor_to_dyads(A, C, shuffle=False)
     return X, Y, truth
 
 
@@ -179,7 +180,7 @@ def test_grid_search_over_dyads_is_link_prediction():
 @pytest.mark.parametrize(
     "change, match",
     [
-        (lambda X: np.r_[X[:1] - [3, 0, 0, 0], X[1:]], "non-negative integers"),
+        (lambda X: np.r_[[[-1.0, *X[0, 1:]]], X[1:]], "non-negative integers"),
         (lambda X: np.r_[X[:1] + [0.5, 0, 0, 0], X[1:]], "non-negative integers"),
         (lambda X: np.where(np.arange(X.shape[1]) == 2, np.nan, X), "NaN"),
     ],
@@ -374,3 +375,30 @@ def test_convergence_warning_names_the_callers_line():
     assert record[0].filename == __file__
     model = _model().fit(X, y=Y)
     assert model.device_ == "cpu"
+
+
+def test_roc_auc_scoring_and_the_default_score_for_binary_edges():
+    from sklearn.model_selection import cross_val_score
+
+    X, Y, _ = _network(n=60, rho=0.3)
+    model = _model().fit(X, Y)
+    eta = model.decision_function(X)
+    assert_allclose(1 / (1 + np.exp(-eta)), model.predict(X))
+    auc = np.mean([roc_auc_score(Y[:, k], eta[:, k]) for k in range(3)])
+    assert model.score(X, Y) == pytest.approx(auc)
+    cv = KFold(3, shuffle=True, random_state=0)
+    by_scorer = cross_val_score(_model(), X, Y, scoring="roc_auc", cv=cv)
+    by_default = cross_val_score(_model(), X, Y, cv=cv)
+    assert np.isfinite(by_scorer).all() and (by_scorer > 0.6).all()
+    assert_allclose(by_scorer, by_default)
+    # Not for counts or weights, where score stays R^2.
+    assert not hasattr(_model(link="identity"), "decision_function")
+
+
+def test_node_id_columns_without_dyad_columns_warn():
+    X, Y, _ = _network(n=30)
+    with pytest.warns(UserWarning, match=r"Columns 0 and 1 of X look like node ids"):
+        TGINEE(device="cpu").fit(X, Y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        TGINEE(device="cpu").fit(X[:, 2:], Y)  # covariates only: no warning

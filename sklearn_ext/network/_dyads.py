@@ -7,6 +7,7 @@ from numbers import Integral
 from types import SimpleNamespace
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
 from sklearn_ext.utils._validation import column_index
@@ -31,10 +32,12 @@ def _symmetric(array, axes):
         "A": ["array-like"],
         "covariates": ["array-like", None],
         "directed": ["boolean", None],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,
 )
-def tensor_to_dyads(A, covariates=None, *, directed=None):
+def tensor_to_dyads(A, covariates=None, *, directed=None, shuffle=True, random_state=0):
     """Turn a multilayer adjacency tensor into one sample per dyad.
 
     A multilayer network has the same ``n_nodes`` nodes in each of its
@@ -42,9 +45,15 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
     a sample; its ``n_layers`` edge values ``A[:, i, j]`` are its (correlated)
     responses and the dyad covariates ``covariates[i, j]`` its features. The
     dyads are all ordered pairs ``i != j`` of a directed network and the pairs
-    ``i < j`` of an undirected one, in row-major order; the diagonal (self-loops)
-    is never included. A dyad whose value is NaN (unobserved) in every layer
-    carries nothing and is dropped.
+    ``i < j`` of an undirected one; the diagonal (self-loops) is never
+    included. A dyad whose value is NaN (unobserved) in every layer carries
+    nothing and is dropped.
+
+    The rows come in a random order by default. In row-major order the first
+    rows hold every dyad of node 0, so a cross-validation that splits rows in
+    order (scikit-learn's default ``KFold``) would test on nodes that its
+    training folds never saw, whose factors are unknown; shuffled rows let
+    ``cross_val_score(TGINEE(...), X, y)`` work with the default ``cv``.
 
     Parameters
     ----------
@@ -60,6 +69,12 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
         undirected if and only if every layer of ``A`` and every covariate is
         symmetric (NaN counting as equal to NaN). ``directed=False`` with an
         asymmetric ``A`` or ``covariates`` is an error.
+    shuffle : bool, default=True
+        Return the dyads in a random order; False keeps row-major order
+        (``(0, 1), (0, 2), ...``).
+    random_state : int, RandomState instance or None, default=0
+        Seeds the order when ``shuffle`` is True; the default fixed seed makes
+        the conversion deterministic.
 
     Returns
     -------
@@ -85,7 +100,7 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
     >>> import numpy as np
     >>> from sklearn_ext.network import tensor_to_dyads
     >>> A = np.array([[[np.nan, 1, 0], [1, np.nan, 1], [0, 1, np.nan]]])
-    >>> X, y = tensor_to_dyads(A)
+    >>> X, y = tensor_to_dyads(A, shuffle=False)
     >>> X
     array([[0., 1.],
            [0., 2.],
@@ -147,6 +162,9 @@ def tensor_to_dyads(A, covariates=None, *, directed=None):
         raise ValueError("A contains infinity; mark unobserved entries with NaN.")
     keep = ~np.isnan(Y).all(axis=1)
     rows, cols, Y = rows[keep], cols[keep], Y[keep]
+    if shuffle:
+        order = check_random_state(random_state).permutation(len(rows))
+        rows, cols, Y = rows[order], cols[order], Y[order]
     X = np.column_stack(
         [rows.astype(np.float64), cols.astype(np.float64), covariates[rows, cols]]
     )

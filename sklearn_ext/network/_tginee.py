@@ -35,6 +35,35 @@ def _has_factors(estimator):
     return estimator.dyad_columns is not None
 
 
+def _binary_link(estimator):
+    return estimator.link == "logit"
+
+
+def _id_like_columns(Z, max_columns=10):
+    """Two columns of ``Z`` that look like a dyad's node ids, or None.
+
+    Both hold non-negative integers with at least three distinct values, and
+    every row is a distinct pair: the layout of
+    :func:`~sklearn_ext.network.tensor_to_dyads`.
+    """
+    n_rows = len(Z)
+    if n_rows < 3:
+        return None
+    head = Z[:, :max_columns]
+    integer = [
+        c
+        for c in range(head.shape[1])
+        if (head[:, c] >= 0).all()
+        and (head[:, c] == np.round(head[:, c])).all()
+        and np.unique(head[:, c]).size >= 3
+    ]
+    for a_pos, a in enumerate(integer):
+        for b in integer[a_pos + 1 :]:
+            if np.unique(head[:, [a, b]], axis=0).shape[0] == n_rows:
+                return a, b
+    return None
+
+
 @fill_doc
 class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     """Tensor generalized estimating equations for multilayer networks (T-GINEE).
@@ -186,7 +215,11 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     The factor term ``sum_r u_ir u_jr w_lr`` is symmetric in ``i`` and ``j``,
     so a directed network gets the same factor term for ``(i, j)`` and
     ``(j, i)``; its covariates may still differ. ``score`` is the mean over
-    layers of R^2 on the observed entries.
+    layers of ROC AUC for binary edges (``link="logit"``) and of R^2
+    otherwise, on the observed entries. With ``dyad_columns=None``, two
+    columns of ``X`` that look like node ids (non-negative integers, every
+    row a distinct pair) raise a UserWarning: they would be fitted as
+    covariates.
 
     ``sample_weight`` holds frequency weights: a dyad of weight ``w`` counts as
     ``w`` observations of that dyad in every sum over dyads (the likelihood
@@ -405,6 +438,15 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             Z, Y, weights = Z[keep], Y[keep], weights[keep]
             ids = None if ids is None else ids[keep]
         self._check_layers(Y)
+        if ids is None and (cols := _id_like_columns(Z)) is not None:
+            warn(
+                f"Columns {cols[0]} and {cols[1]} of X look like node ids "
+                "(non-negative integers, every row a distinct pair), but "
+                "dyad_columns=None treats them as covariates and fits no node "
+                f"factors. Pass dyad_columns=({cols[0]}, {cols[1]}) to fit the "
+                "network model.",
+                UserWarning,
+            )
         self.n_layers_ = Y.shape[1]
         if ids is None:
             self.nodes_, pairs = np.empty(0, dtype=np.int64), None
@@ -503,8 +545,34 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             mu = eta
         return mu[:, 0] if self._one_d else mu
 
+    @available_if(_binary_link)
+    def decision_function(self, X):
+        """Linear predictor of every layer: the log-odds of an edge.
+
+        Only for ``link="logit"``. It ranks dyads as :meth:`predict` does, so
+        that scikit-learn's ``scoring="roc_auc"`` works on complete binary
+        ``y`` (its macro average over layers; NaN entries are not accepted
+        by the scorer, which :meth:`score` skips instead).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_dyads, n_features)
+            Dyads as in ``fit``.
+
+        Returns
+        -------
+        eta : ndarray of shape (n_dyads, n_layers) or (n_dyads,)
+            1-D when ``fit`` got a 1-D ``y``.
+        """
+        eta = self._eta(X)
+        return eta[:, 0] if self._one_d else eta
+
     def score(self, X, y, sample_weight=None):
-        """Mean over layers of R^2 on the observed entries.
+        """Mean over layers of ROC AUC (binary edges) or R^2, on observed entries.
+
+        For ``link="logit"`` the score of a layer is the ROC AUC of the
+        predicted edge probabilities (a layer whose observed entries are all
+        of one class is skipped); for "log" and "identity" it is R^2.
 
         Parameters
         ----------
@@ -518,9 +586,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Returns
         -------
         score : float
-            Mean of the layers' R^2.
+            Mean of the layers' AUC ("logit") or R^2.
         """
-        from sklearn.metrics import r2_score
+        from sklearn.metrics import r2_score, roc_auc_score
 
         check_is_fitted(self)
         mu = self.predict(X)
@@ -531,6 +599,17 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         for layer in range(Y.shape[1]):
             seen = ~np.isnan(Y[:, layer])
             if seen.sum() < 2:
+                continue
+            if self.link == "logit":
+                if np.unique(Y[seen, layer]).size < 2:
+                    continue
+                scores.append(
+                    roc_auc_score(
+                        Y[seen, layer],
+                        mu[seen, layer],
+                        sample_weight=None if w is None else w[seen],
+                    )
+                )
                 continue
             scores.append(
                 r2_score(
