@@ -402,3 +402,45 @@ def test_node_id_columns_without_dyad_columns_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         TGINEE(device="cpu").fit(X[:, 2:], Y)  # covariates only: no warning
+
+
+def test_without_factors_equals_statsmodels_gee_exchangeable():
+    """Coefficients and sandwich errors of statsmodels' GEE, to 1e-6."""
+    sm = pytest.importorskip("statsmodels.api")
+    X, Y, _ = _network(n=40, rho=0.5)
+    Z = X[:, 2:]
+    Y = Y.copy()
+    Y[np.random.RandomState(0).rand(*Y.shape) < 0.15] = np.nan  # scattered NaN
+    keep = ~np.isnan(Y).all(1)
+    Z, Y = Z[keep], Y[keep]
+    n, L = Y.shape
+    model = TGINEE(
+        link="logit",
+        working_covariance="exchangeable",
+        tol=1e-12,
+        max_iter=200,
+        device="cpu",
+    ).fit(Z, Y)
+    # Long format: one row per observed (dyad, layer), a block of (z, 1) per layer.
+    d, layer = np.nonzero(~np.isnan(Y))
+    Zt = np.hstack([Z, np.ones((n, 1))])
+    q = Zt.shape[1]
+    exog = np.zeros((len(d), L * q))
+    for k in range(L):
+        rows = layer == k
+        exog[rows, k * q : (k + 1) * q] = Zt[d[rows]]
+    gee = sm.GEE(
+        Y[d, layer],
+        exog,
+        groups=d,
+        family=sm.families.Binomial(),
+        cov_struct=sm.cov_struct.Exchangeable(),
+    ).fit(maxiter=200, ctol=1e-12, ddof_scale=0)
+    params = gee.params.reshape(L, q)
+    assert_allclose(model.coef_, params[:, :-1], atol=1e-6)
+    assert_allclose(model.intercept_, params[:, -1], atol=1e-6)
+    bse = np.sqrt(np.diag(gee.cov_robust)).reshape(L, q)
+    assert_allclose(model.bse_, bse[:, :-1], atol=1e-6)
+    assert_allclose(model.intercept_bse_, bse[:, -1], atol=1e-6)
+    rho = gee.model.cov_struct.dep_params
+    assert_allclose(model.working_correlation_[0, 1], rho, atol=1e-6)
