@@ -444,3 +444,21 @@ def test_without_factors_equals_statsmodels_gee_exchangeable():
     assert_allclose(model.intercept_bse_, bse[:, -1], atol=1e-6)
     rho = gee.model.cov_struct.dep_params
     assert_allclose(model.working_correlation_[0, 1], rho, atol=1e-6)
+
+
+@pytest.mark.parametrize("link", ["probit", "cloglog"])
+def test_probit_and_cloglog_links_solve_their_score_equations(link):
+    X, Y, _ = _network(n=50, rho=0.3)
+    model = _model(link=link, working_covariance="independence", alpha=0.0).fit(X, Y)
+    eta = model.decision_function(X)
+    mu, dmu, var = moments(eta, link)
+    assert_allclose(model.predict(X), mu, rtol=1e-10)
+    Zt = np.hstack([X[:, 2:], np.ones((len(X), 1))])
+    # Bernoulli score for any link: sum_d z_d dmu (y - mu) / (mu (1 - mu)) = 0.
+    score = Zt.T @ (dmu * (Y - mu) / var)
+    assert np.abs(score).max() < 1e-4 * np.abs(Zt).sum()
+    logit = _model(working_covariance="independence").fit(X, Y)
+    # The links differ, the ranking of the dyads hardly does.
+    assert abs(model.score(X, Y) - logit.score(X, Y)) < 0.01
+    exch = _model(link=link).fit(X, Y)
+    assert np.isfinite(exch.bse_).all() and exch.n_iter_ > 1

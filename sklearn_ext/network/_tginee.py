@@ -35,8 +35,11 @@ def _has_factors(estimator):
     return estimator.dyad_columns is not None
 
 
+_BINARY_LINKS = ("logit", "probit", "cloglog")
+
+
 def _binary_link(estimator):
-    return estimator.link == "logit"
+    return estimator.link in _BINARY_LINKS
 
 
 def _id_like_columns(Z, max_columns=10):
@@ -73,7 +76,8 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
     - a CP decomposition with shared node factors ``U`` (n_nodes, R) and layer
       weights ``W`` (L, R) captures the structure common to the layers;
-    - a link function ``g`` fits binary ("logit"), count ("log") or weighted
+    - a link function ``g`` fits binary ("logit", "probit", "cloglog"), count
+      ("log") or weighted
       ("identity") edges;
     - generalized estimating equations (GEE) [2]_ with a working covariance
       across layers model the correlation of a dyad's edges in the different
@@ -146,8 +150,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Columns of ``X`` holding the dyad's node ids: positions, or column
         names when ``X`` is a DataFrame. None fits a GEE regression on all
         columns without node factors.
-    link : {"logit", "log", "identity"}, default="logit"
-        Link function: binary, count or real-valued edges.
+    link : {"logit", "probit", "cloglog", "log", "identity"}, default="logit"
+        Link function: binary ("logit", "probit", or the complementary
+        log-log "cloglog", asymmetric, for rare edges), count or real-valued
+        edges.
     working_covariance : {"independence", "exchangeable", "unstructured"}, \
             default="exchangeable"
         Working correlation across layers.
@@ -215,7 +221,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     The factor term ``sum_r u_ir u_jr w_lr`` is symmetric in ``i`` and ``j``,
     so a directed network gets the same factor term for ``(i, j)`` and
     ``(j, i)``; its covariates may still differ. ``score`` is the mean over
-    layers of ROC AUC for binary edges (``link="logit"``) and of R^2
+    layers of ROC AUC for binary edges (the binary links) and of R^2
     otherwise, on the observed entries. With ``dyad_columns=None``, two
     columns of ``X`` that look like node ids (non-negative integers, every
     row a distinct pair) raise a UserWarning: they would be fitted as
@@ -257,7 +263,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         **TorchDeviceMixin._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "dyad_columns": [tuple, list, None],
-        "link": [StrOptions({"logit", "log", "identity"})],
+        "link": [StrOptions({*_BINARY_LINKS, "log", "identity"})],
         "working_covariance": [
             StrOptions({"independence", "exchangeable", "unstructured"})
         ],
@@ -375,9 +381,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
                 f"{self.n_layers_}."
             )
         observed = Y[~np.isnan(Y)]
-        if self.link == "logit" and not np.isin(observed, (0.0, 1.0)).all():
+        if self.link in _BINARY_LINKS and not np.isin(observed, (0.0, 1.0)).all():
             raise ValueError(
-                'link="logit" needs binary edges (0 or 1) in y; found values '
+                f'link="{self.link}" needs binary edges (0 or 1) in y; found values '
                 f"{np.setdiff1d(np.unique(observed), [0.0, 1.0])[:5].tolist()}. Use "
                 'link="log" for counts or link="identity" for weights.'
             )
@@ -397,7 +403,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         constant = [
             k for k in range(Y.shape[1]) if np.unique(Y[seen[:, k], k]).size == 1
         ]
-        if constant and self.link in ("logit", "log"):
+        if constant and self.link != "identity":
             warn(
                 f"Layers {constant} of y take a single value: their "
                 "coefficients are not identified (the estimates drift "
@@ -539,6 +545,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         eta = self._eta(X)
         if self.link == "logit":
             mu = 1.0 / (1.0 + np.exp(-eta))
+        elif self.link == "probit":
+            mu = stats.norm.cdf(eta)
+        elif self.link == "cloglog":
+            mu = -np.expm1(-np.exp(eta))
         elif self.link == "log":
             mu = np.exp(eta)
         else:
@@ -549,7 +559,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     def decision_function(self, X):
         """Linear predictor of every layer: the log-odds of an edge.
 
-        Only for ``link="logit"``. It ranks dyads as :meth:`predict` does, so
+        Only for the binary links (the log-odds for "logit", the linear
+        predictor ``g(mu)`` for "probit" and "cloglog"). It ranks dyads as
+        :meth:`predict` does, so
         that scikit-learn's ``scoring="roc_auc"`` works on complete binary
         ``y`` (its macro average over layers; NaN entries are not accepted
         by the scorer, which :meth:`score` skips instead).
@@ -570,7 +582,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None):
         """Mean over layers of ROC AUC (binary edges) or R^2, on observed entries.
 
-        For ``link="logit"`` the score of a layer is the ROC AUC of the
+        For a binary link the score of a layer is the ROC AUC of the
         predicted edge probabilities (a layer whose observed entries are all
         of one class is skipped); for "log" and "identity" it is R^2.
 
@@ -586,7 +598,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Returns
         -------
         score : float
-            Mean of the layers' AUC ("logit") or R^2.
+            Mean of the layers' AUC (binary links) or R^2.
         """
         from sklearn.metrics import r2_score, roc_auc_score
 
@@ -600,7 +612,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             seen = ~np.isnan(Y[:, layer])
             if seen.sum() < 2:
                 continue
-            if self.link == "logit":
+            if self.link in _BINARY_LINKS:
                 if np.unique(Y[seen, layer]).size < 2:
                     continue
                 scores.append(

@@ -61,6 +61,16 @@ def _links(torch):
             lambda eta: torch.sigmoid(eta) * (1 - torch.sigmoid(eta)),
             lambda mu: mu * (1 - mu),
         ),
+        "probit": (
+            torch.special.ndtr,
+            lambda eta: torch.exp(-0.5 * eta**2) / math.sqrt(2 * math.pi),
+            lambda mu: mu * (1 - mu),
+        ),
+        "cloglog": (
+            lambda eta: -torch.expm1(-torch.exp(eta.clamp(max=30.0))),
+            lambda eta: torch.exp(eta - torch.exp(eta.clamp(max=30.0))),
+            lambda mu: mu * (1 - mu),
+        ),
         "log": (torch.exp, torch.exp, lambda mu: mu),
         "identity": (
             lambda eta: eta,
@@ -76,6 +86,12 @@ def link_of(means, link):
     if link == "logit":
         m = np.clip(means, eps, 1 - eps)
         return np.log(m / (1 - m))
+    if link == "probit":
+        from scipy.special import ndtri
+
+        return ndtri(np.clip(means, eps, 1 - eps))
+    if link == "cloglog":
+        return np.log(-np.log1p(-np.clip(means, eps, 1 - eps)))
     if link == "log":
         return np.log(np.maximum(means, eps))
     return means.copy()
@@ -86,6 +102,15 @@ def moments(eta, link):
     if link == "logit":
         mu = 1.0 / (1.0 + np.exp(-np.clip(eta, -35, 35)))
         return mu, mu * (1 - mu), mu * (1 - mu)
+    if link == "probit":
+        from scipy.special import ndtr
+
+        mu = ndtr(eta)
+        return mu, np.exp(-0.5 * eta**2) / np.sqrt(2 * np.pi), mu * (1 - mu)
+    if link == "cloglog":
+        e = np.exp(np.clip(eta, -35, 5))
+        mu = -np.expm1(-e)
+        return mu, e * np.exp(-e), mu * (1 - mu)
     if link == "log":
         mu = np.exp(np.clip(eta, -35, 35))
         return mu, mu, mu
@@ -278,7 +303,7 @@ def spectral_init(pairs, Y0, mask, weights, means, n_nodes, R, link, random_stat
     S = total.copy()
     S.data = total.data / count.data
     scale = 1.0
-    if link == "logit":  # a rough link scale for binary edges
+    if link in ("logit", "probit", "cloglog"):  # a rough scale for binary edges
         p = np.clip(means.mean(), 0.05, 0.95)
         scale = 1.0 / (p * (1 - p))
     elif link == "log":
@@ -396,13 +421,26 @@ class _Problem:
     def objective(self, eta=None):
         """Weighted negative log-likelihood of the link's family plus the ridge.
 
-        For these canonical links its gradient is the quasi-score, i.e. the
-        independence estimating equations.
+        Its gradient is the quasi-score, i.e. the independence estimating
+        equations: for the canonical links, and for every binary link, since
+        the Bernoulli variance is the GEE's variance function ``mu (1 - mu)``.
         """
         torch, t = self.torch, self.t
         eta = self.linear_predictor() if eta is None else eta
         if self.link == "logit":
             nll = torch.nn.functional.softplus(eta) - t["Y"] * eta
+        elif self.link == "probit":
+            nll = -(
+                t["Y"] * torch.special.log_ndtr(eta)
+                + (1 - t["Y"]) * torch.special.log_ndtr(-eta)
+            )
+        elif self.link == "cloglog":
+            # log(mu) = log(1 - exp(-exp(eta))), log(1 - mu) = -exp(eta);
+            # eta is capped at 30 (mu = 1 to double precision) so that the
+            # line search never meets an infinite loss.
+            e = torch.exp(eta.clamp(max=30.0))
+            log_mu = torch.log((-torch.expm1(-e)).clamp_min(1e-300))
+            nll = -(t["Y"] * log_mu - (1 - t["Y"]) * e)
         elif self.link == "log":
             nll = torch.exp(eta) - t["Y"] * eta
         else:
