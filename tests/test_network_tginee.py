@@ -462,3 +462,23 @@ def test_probit_and_cloglog_links_solve_their_score_equations(link):
     assert abs(model.score(X, Y) - logit.score(X, Y)) < 0.01
     exch = _model(link=link).fit(X, Y)
     assert np.isfinite(exch.bse_).all() and exch.n_iter_ > 1
+
+
+def test_the_working_covariance_reaches_the_factors():
+    X, Y, truth = _network(n=80, rho=0.9)
+    Y = Y.copy()
+    Y[np.random.RandomState(0).rand(*Y.shape) < 0.3] = np.nan
+    keep = ~np.isnan(Y).all(1)
+    X, Y = X[keep], Y[keep]
+    fits = {
+        cov: _model(working_covariance=cov).fit(X, Y)
+        for cov in ("independence", "exchangeable", "unstructured")
+    }
+    U0 = fits["independence"].node_factors_
+    for cov in ("exchangeable", "unstructured"):
+        U = fits[cov].node_factors_
+        # The same factors up to the GEE weighting: close, but not equal.
+        assert 1e-3 < np.abs(U - U0).max() < 0.5 * np.abs(U0).max()
+        assert fits[cov].working_correlation_[0, 1] > 0.3
+    # Under independence the factors are the likelihood's: one stage, no rounds.
+    assert fits["independence"].n_iter_ == 1

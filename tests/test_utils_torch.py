@@ -633,3 +633,26 @@ def test_dataset_mean_is_the_weighted_mean_over_all_rows():
     np.testing.assert_allclose(
         dataset_mean(lambda idx: losses[idx, 0], 23, 4).numpy(), losses[:, 0].mean()
     )
+
+
+def test_conjugate_gradient_solves_a_block_spd_system():
+    import torch
+
+    from sklearn_ext.utils._torch import conjugate_gradient
+
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(7, 7))
+    A = torch.as_tensor(B @ B.T + 7 * np.eye(7))
+    b = torch.as_tensor(rng.normal(size=7))
+
+    def matvec(v):  # the 7-vector as a (3,) block and a (2, 2) block
+        flat = torch.cat([v[0], v[1].reshape(-1)])
+        out = A @ flat
+        return out[:3], out[3:].reshape(2, 2)
+
+    x = conjugate_gradient(matvec, (b[:3], b[3:].reshape(2, 2)), max_iter=50)
+    solution = torch.cat([x[0], x[1].reshape(-1)])
+    np.testing.assert_allclose(solution.numpy(), np.linalg.solve(A, b), atol=1e-8)
+    # Fewer iterations than the dimension: an approximation, not the solution.
+    rough = conjugate_gradient(matvec, (b[:3], b[3:].reshape(2, 2)), max_iter=2)
+    assert not np.allclose(torch.cat([rough[0], rough[1].reshape(-1)]), solution)

@@ -122,11 +122,18 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     re-estimated from the Pearson residuals; Fisher-scoring steps solve the
     GEE for the coefficients and intercepts,
     ``sum_ij D_ij^T V_ij^{-1} (y_ij - mu_ij) = 0`` with
-    ``D_ij = d mu_ij / d (beta, b)`` and the factor term as an offset; and the
-    factors are updated given the coefficients. The working covariance thus
-    enters the equations of ``beta`` and ``b``; the factors solve the
-    independence equations, which stay unbiased under any correlation
-    across layers.
+    ``D_ij = d mu_ij / d (beta, b)`` and the factor term as an offset; and
+    Gauss-Newton (Fisher-scoring) steps solve the same GEE for the factors,
+    ``sum_ij X_ij^T A_ij^{1/2} R_O^{-1} e_ij - alpha (U, W) = 0`` (``X_ij``
+    the derivative of the linear predictor in ``(U, W)``, ``e_ij`` the
+    Pearson residuals), by conjugate gradients on Jacobian-vector products,
+    each step halved until the equations' norm decreases. The working
+    covariance thus enters the equations of every parameter: a dyad whose
+    layers are correlated counts less than independent evidence, in the
+    coefficients and in the factors. (Two simpler schemes were tried and
+    dropped: minimising the working quadratic form diverges on binary edges,
+    and the likelihood with a frozen GEE correction diverged with an
+    unstructured correlation.)
 
     **Inference.** ``bse_`` holds the robust (sandwich) standard errors of
     ``coef_``, ``H^{-1} M H^{-1}`` with ``H = sum D^T V^{-1} D`` and

@@ -3,10 +3,10 @@
 :func:`solve_tginee` runs the two stages that :class:`~sklearn_ext.network.TGINEE`
 documents: the independence (likelihood) stage, an L-BFGS minimisation started
 from a spectral decomposition, then rounds of working-correlation update,
-Fisher scoring of the GEE for the coefficients and L-BFGS for the factors; it
-ends with the sandwich covariance. The pieces (moments, the GEE blocks, the
-correlation estimate, the sandwich) are functions of arrays, so that tests can
-check them against their definitions.
+Fisher scoring of the GEE for the coefficients and Gauss-Newton steps of the
+GEE for the factors; it ends with the sandwich covariance. The pieces
+(moments, the GEE blocks, the correlation estimate, the sandwich) are
+functions of arrays, so that tests can check them against their definitions.
 
 Dyad weights are frequency weights throughout: a dyad of weight ``w`` enters
 every sum over dyads (the log-likelihood, the moment estimates of the
@@ -19,13 +19,20 @@ the sandwich) ``w`` times, exactly as ``w`` copies of the dyad would.
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from sklearn_ext.utils._messages import progress
-from sklearn_ext.utils._torch import import_torch, lbfgs_minimize, to_numpy, to_tensor
+from sklearn_ext.utils._torch import (
+    conjugate_gradient,
+    import_torch,
+    lbfgs_minimize,
+    to_numpy,
+    to_tensor,
+)
 
 __all__ = [
     "MaskedInverse",
@@ -40,10 +47,9 @@ __all__ = [
     "update_correlation",
 ]
 
-# L-BFGS iterations of the independence start and of each round's factor
-# update; Fisher-scoring steps of each round's coefficient update.
+# L-BFGS iterations of the independence start; Fisher-scoring steps of each
+# round's coefficient update.
 _INIT_ITER = 300
-_INNER_ITER = 20
 _SCORING_STEPS = 5
 _MAX_STEP = 5.0
 # Stopping rules of every L-BFGS solve (on the gradient, on the change).
@@ -327,6 +333,19 @@ def spectral_init(pairs, Y0, mask, weights, means, n_nodes, R, link, random_stat
     return U, W
 
 
+def _norm2(parts):
+    return float(sum((x * x).sum() for x in parts))
+
+
+def _fisher_product(eta_of, point, pullback, inverse, wa, a, alpha, v):
+    """``J v`` of the factors' Fisher matrix at ``point`` (see factor_gee_step)."""
+    from torch.func import jvp
+
+    _, d_eta = jvp(eta_of, point, v)
+    back = pullback(wa * inverse.matvec(a * d_eta))
+    return tuple(b + alpha * x for b, x in zip(back, v))
+
+
 @dataclass
 class TGINEEResult:
     """What :func:`solve_tginee` estimates (numpy arrays, float64)."""
@@ -521,6 +540,73 @@ class _Problem:
             if self.fit_intercept:
                 p["b"].copy_(gamma[:, self.n_covariates])
 
+    def _factor_equations(self, inverse, base, U, W):
+        """The factors' GEE at ``(U, W)``, and the weights of their Fisher matrix.
+
+        Returns ``F = sum_d w_d X_d^T a_d * R_O^{-1} e_d - alpha (U, W)`` as a
+        pair ``(F_U, F_W)`` and ``a = (d mu / d eta) / sd`` (0 where
+        unobserved).
+        """
+        from torch.func import vjp
+
+        t = self.t
+        with self.torch.no_grad():
+            eta = self._factor_eta(base, U, W)
+            mu, dmu, inv_sd = self._moments(eta)
+            a = dmu * inv_sd
+            s_eta = t["w"] * a * inverse.matvec((t["Y"] - mu) * inv_sd)
+        _, pullback = vjp(lambda U_, W_: self._factor_eta(base, U_, W_), U, W)
+        g_U, g_W = pullback(s_eta)
+        return (g_U - self.alpha * U, g_W - self.alpha * W), a
+
+    def _factor_eta(self, base, U, W):
+        return base + (U[self.t["i"]] * U[self.t["j"]]) @ W
+
+    def factor_gee_step(self, inverse, n_steps=1, cg_iter=10):
+        """Gauss-Newton steps of the factors' GEE under the working covariance.
+
+        The estimating equations ``F(U, W) = 0`` of :meth:`_factor_equations`
+        are solved by Fisher scoring, ``J delta = F`` with
+        ``J = sum_d w_d X_d^T diag(a_d) R_O^{-1} diag(a_d) X_d + alpha I``
+        (``X_d`` the derivative of the linear predictor in the factors), by
+        conjugate gradients on Jacobian-vector products (no Jacobian is
+        formed); each step is halved until ``|F|`` decreases.
+        """
+        from torch.func import vjp
+
+        torch, t, p = self.torch, self.t, self.params
+        with torch.no_grad():
+            base = t["Z"] @ p["beta"] + p["b"]
+        U, W = p["U"].detach().clone(), p["W"].detach().clone()
+        F, a = self._factor_equations(inverse, base, U, W)
+        for _ in range(n_steps):
+            fixed_eta = partial(self._factor_eta, base)
+            _, pullback = vjp(fixed_eta, U, W)
+            fisher = partial(
+                _fisher_product,
+                fixed_eta,
+                (U, W),
+                pullback,
+                inverse,
+                t["w"] * a,
+                a,
+                self.alpha,
+            )
+            delta = conjugate_gradient(fisher, F, max_iter=cg_iter)
+            current, scale = _norm2(F), 1.0
+            for _ in range(6):
+                trial = (U + scale * delta[0], W + scale * delta[1])
+                F_trial, a_trial = self._factor_equations(inverse, base, *trial)
+                if _norm2(F_trial) < current:
+                    (U, W), F, a = trial, F_trial, a_trial
+                    break
+                scale *= 0.5
+            else:
+                break
+        with torch.no_grad():
+            p["U"].copy_(U)
+            p["W"].copy_(W)
+
     def rounds(self, structure, max_iter, tol, verbose):
         """Stage 2; returns (working correlation, rounds run, converged)."""
         torch, t = self.torch, self.t
@@ -538,7 +624,7 @@ class _Problem:
                 if self.Zt.shape[1]:
                     self.coefficient_step(inverse)
                 if self.R:
-                    self.minimise(self.factor_params, _INNER_ITER)
+                    self.factor_gee_step(inverse)
                 with torch.no_grad():
                     eta = self.linear_predictor()
                 if not torch.isfinite(eta).all():
@@ -652,7 +738,7 @@ tol, random_state, verbose
     problem.minimise(trainable, _INIT_ITER)
     # Stage 2: rounds. Each re-estimates R from the Pearson residuals, takes
     # Fisher-scoring steps of the GEE for (beta, b) with the factor term as an
-    # offset (the exact GEE update for these parameters), then updates the
-    # factors given (beta, b).
+    # offset (the exact GEE update for these parameters), then Gauss-Newton
+    # steps of the GEE for the factors given (beta, b).
     corr, rounds, converged = problem.rounds(working_covariance, max_iter, tol, verbose)
     return problem.result(corr, 1 + rounds, converged)

@@ -31,6 +31,7 @@ __all__ = [
     "available_cpus",
     "batch_bounds",
     "child_seeds",
+    "conjugate_gradient",
     "cpu_thread_limit",
     "import_torch",
     "init_parameters",
@@ -723,3 +724,48 @@ def module_from_bytes(module, data):
     state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     module.load_state_dict(state)
     return module.eval()
+
+
+def conjugate_gradient(matvec, rhs, *, max_iter, rtol=1e-10):
+    """Solve ``A x = rhs`` for a symmetric positive definite operator ``A``.
+
+    ``matvec`` and ``rhs`` work on tuples of tensors (the blocks of one
+    vector), so that a parameter set of several tensors is one unknown. The
+    iterations stop after ``max_iter``, when the residual's squared norm falls
+    below ``rtol`` times the right-hand side's, or when the operator meets a
+    direction of non-positive curvature.
+
+    Parameters
+    ----------
+    matvec : callable
+        ``matvec(v) -> A v``, tuples of tensors shaped like ``rhs``.
+    rhs : tuple of torch.Tensor
+    max_iter : int
+    rtol : float, default=1e-10
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        The approximate solution, starting from zero.
+    """
+
+    def dot(u, v):
+        return float(sum((a * b).sum() for a, b in zip(u, v)))
+
+    x = tuple(b.new_zeros(b.shape) for b in rhs)
+    r, d = rhs, rhs
+    rr = target = dot(r, r)
+    for _ in range(max_iter):
+        if rr <= rtol * target or rr == 0.0:
+            break
+        Ad = matvec(d)
+        curvature = dot(d, Ad)
+        if curvature <= 0:
+            break
+        step = rr / curvature
+        x = tuple(xi + step * di for xi, di in zip(x, d))
+        r = tuple(ri - step * ai for ri, ai in zip(r, Ad))
+        rr_new = dot(r, r)
+        d = tuple(ri + (rr_new / rr) * di for ri, di in zip(r, d))
+        rr = rr_new
+    return x
