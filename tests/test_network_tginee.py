@@ -97,15 +97,21 @@ def test_coefficients_solve_the_gee_with_the_working_correlation(structure):
 
 
 def test_sandwich_intervals_cover_the_truth():
-    """Quick version of the benchmark's coverage study (15 repetitions)."""
+    """The benchmark's coverage study, smaller: 204 intervals, two-sided.
+
+    The band [0.90, 0.99] around the nominal 0.95 (about 3 binomial standard
+    errors each way at 204 intervals) fails intervals that are too narrow and
+    intervals that are too wide.
+    """
     hits, total = 0, 0
-    for seed in range(15):
+    for seed in range(34):
         X, Y, truth = _network(n=100, rho=0.6, seed=seed)
         model = _model().fit(X, Y)
         lo, hi = np.moveaxis(model.conf_int(0.05), -1, 0)
         hits += ((lo <= truth.coef) & (truth.coef <= hi)).sum()
         total += truth.coef.size
-    assert 0.85 <= hits / total <= 1.0
+    assert total >= 200
+    assert 0.90 <= hits / total <= 0.99
 
 
 def test_identity_link_without_factors_matches_least_squares():
