@@ -488,3 +488,47 @@ def test_the_working_covariance_reaches_the_factors():
         assert fits[cov].working_correlation_[0, 1] > 0.3
     # Under independence the factors are the likelihood's: one stage, no rounds.
     assert fits["independence"].n_iter_ == 1
+
+
+def test_factors_match_tensorly_masked_cp_on_an_exact_low_rank_tensor():
+    """No covariates, independence, identity link: a CP of the tensor."""
+    tl = pytest.importorskip("tensorly")
+    from tensorly.decomposition import parafac
+
+    rng = np.random.default_rng(0)
+    n, L, R = 30, 3, 2
+    U = rng.normal(size=(n, R))
+    W = rng.uniform(0.5, 1.5, size=(L, R))
+    A = np.einsum("ir,jr,lr->lij", U, U, W)
+    for layer in A:
+        np.fill_diagonal(layer, np.nan)
+    X, Y = tensor_to_dyads(A)
+    model = TGINEE(
+        R,
+        dyad_columns=(0, 1),
+        link="identity",
+        working_covariance="independence",
+        alpha=0.0,
+        fit_intercept=False,
+        device="cpu",
+        random_state=0,
+    ).fit(X, Y)
+    assert np.abs(model.predict(X) - Y).max() < 1e-5
+    mask = tl.tensor((~np.isnan(A)).astype(float))
+    cp = parafac(
+        tl.tensor(np.nan_to_num(A)),
+        R,
+        mask=mask,
+        init="random",
+        n_iter_max=2000,
+        tol=1e-14,
+        random_state=0,
+    )
+    i, j = X[:, 0].astype(int), X[:, 1].astype(int)
+    assert np.abs(tl.cp_to_tensor(cp)[:, i, j].T - Y).max() < 1e-6
+    # The same node factors up to the CP indeterminacies (order, scale, sign).
+    ours = model.node_factors_[np.argsort(model.nodes_)]
+    corr = np.abs(np.corrcoef(np.hstack([ours, cp.factors[1]]).T)[:R, R:])
+    match = corr.argmax(1)
+    assert sorted(match) == list(range(R))
+    assert corr[np.arange(R), match].min() > 0.9999
