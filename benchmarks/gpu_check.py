@@ -235,20 +235,17 @@ def main():
         except Exception as exc:  # report every estimator, then fail at the end
             rows.append({"estimator": name, "ok": False, "error": repr(exc)})
         print(json.dumps(rows[-1]), flush=True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            rows.append(check_search_on_gpu())
-    except Exception as exc:
-        rows.append({"estimator": "IPBTSearchCV", "ok": False, "error": repr(exc)})
-    print(json.dumps(rows[-1]), flush=True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            rows.append(check_imvc_mfeat_defaults())
-    except Exception as exc:
-        rows.append({"estimator": "IMVC on mfeat", "ok": False, "error": repr(exc)})
-    print(json.dumps(rows[-1]), flush=True)
+    for name, check in (
+        ("IPBTSearchCV", check_search_on_gpu),
+        ("IMVC on mfeat", check_imvc_mfeat_defaults),
+    ):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows.append(check())
+        except Exception as exc:
+            rows.append({"estimator": name, "ok": False, "error": repr(exc)})
+        print(json.dumps(rows[-1]), flush=True)
     report["rows"] = rows
     report["seconds"] = time.perf_counter() - start
     path = _report_path()

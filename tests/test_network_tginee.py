@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.stats import norm
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score, make_scorer, roc_auc_score
@@ -458,7 +459,9 @@ def test_probit_and_cloglog_links_solve_their_score_equations(link):
     model = _model(link=link, working_covariance="independence", alpha=0.0).fit(X, Y)
     eta = model.decision_function(X)
     mu, dmu, var = moments(eta, link)
-    assert_allclose(model.predict(X), mu, rtol=1e-10)
+    expected = norm.cdf(eta) if link == "probit" else -np.expm1(-np.exp(eta))
+    assert_allclose(model.predict(X), expected, rtol=1e-10)
+    assert_allclose(mu, expected, rtol=1e-10)
     Zt = np.hstack([X[:, 2:], np.ones((len(X), 1))])
     # Bernoulli score for any link: sum_d z_d dmu (y - mu) / (mu (1 - mu)) = 0.
     score = Zt.T @ (dmu * (Y - mu) / var)

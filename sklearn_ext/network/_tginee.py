@@ -15,7 +15,7 @@ from sklearn.utils.metaestimators import available_if
 
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.network._nodes import check_node_ids, encode_nodes, node_positions
-from sklearn_ext.network._tginee_solver import solve_tginee
+from sklearn_ext.network._tginee_solver import moments, solve_tginee
 from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
@@ -554,17 +554,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             ``g^{-1}(eta)``: edge probabilities for "logit", expected counts
             for "log"; 1-D when ``fit`` got a 1-D ``y``.
         """
-        eta = self._eta(X)
-        if self.link == "logit":
-            mu = 1.0 / (1.0 + np.exp(-eta))
-        elif self.link == "probit":
-            mu = stats.norm.cdf(eta)
-        elif self.link == "cloglog":
-            mu = -np.expm1(-np.exp(eta))
-        elif self.link == "log":
-            mu = np.exp(eta)
-        else:
-            mu = eta
+        mu = moments(self._eta(X), self.link)[0]
         return mu[:, 0] if self._one_d else mu
 
     @available_if(_binary_link)
@@ -573,10 +563,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
         Only for the binary links (the log-odds for "logit", the linear
         predictor ``g(mu)`` for "probit" and "cloglog"). It ranks dyads as
-        :meth:`predict` does, so
-        that scikit-learn's ``scoring="roc_auc"`` works on complete binary
-        ``y`` (its macro average over layers; NaN entries are not accepted
-        by the scorer, which :meth:`score` skips instead).
+        :meth:`predict` does, so that scikit-learn's ``scoring="roc_auc"``
+        works on complete binary ``y`` (its macro average over layers; NaN
+        entries are not accepted by the scorer, which :meth:`score` skips
+        instead).
 
         Parameters
         ----------
@@ -619,24 +609,16 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Y, _ = self._check_y(y, mu.shape[0], reset=False)
         mu = mu.reshape(Y.shape)
         w = None if sample_weight is None else np.asarray(sample_weight)
+        binary = self.link in _BINARY_LINKS
+        metric = roc_auc_score if binary else r2_score
         scores = []
         for layer in range(Y.shape[1]):
             seen = ~np.isnan(Y[:, layer])
-            if seen.sum() < 2:
-                continue
-            if self.link in _BINARY_LINKS:
-                if np.unique(Y[seen, layer]).size < 2:
-                    continue
-                scores.append(
-                    roc_auc_score(
-                        Y[seen, layer],
-                        mu[seen, layer],
-                        sample_weight=None if w is None else w[seen],
-                    )
-                )
+            # AUC needs both classes among the observed entries, R^2 two values.
+            if seen.sum() < 2 or (binary and np.unique(Y[seen, layer]).size < 2):
                 continue
             scores.append(
-                r2_score(
+                metric(
                     Y[seen, layer],
                     mu[seen, layer],
                     sample_weight=None if w is None else w[seen],

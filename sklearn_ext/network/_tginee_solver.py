@@ -443,7 +443,7 @@ class _Problem:
         p, t = self.params, self.t
         eta = t["Z"] @ p["beta"] + p["b"]
         if self.R:
-            eta = eta + (p["U"][t["i"]] * p["U"][t["j"]]) @ p["W"]
+            eta = self._factor_eta(eta, p["U"], p["W"])
         return eta
 
     def objective(self, eta=None):
@@ -502,9 +502,7 @@ class _Problem:
         t = self.t
         with self.torch.no_grad():
             eta = self.linear_predictor()
-            mu = self.inv_link(eta)
-            var = self.variance(mu).clamp_min(1e-10) * t["M"]
-            inv_sd = t["M"] / var.clamp_min(1e-10).sqrt()
+            mu, _, inv_sd = self._moments(eta)
             return eta, mu, inv_sd, (t["Y"] - mu) * inv_sd
 
     def inverse(self, corr):
@@ -569,6 +567,7 @@ class _Problem:
         return (g_U - self.alpha * U, g_W - self.alpha * W), a
 
     def _factor_eta(self, base, U, W):
+        """``base`` plus the CP factor term of every dyad."""
         return base + (U[self.t["i"]] * U[self.t["j"]]) @ W
 
     def factor_gee_step(self, inverse, n_steps=1, cg_iter=10):
@@ -681,10 +680,10 @@ class _Problem:
             mu, dmu, inv_sd = self._moments(eta)
             a = dmu * inv_sd
             score = a * inverse.matvec((t["Y"] - mu) * inv_sd)
-        Zt, i, j = t["Zt"], t["i"], t["j"]
+        Zt = t["Zt"]
 
         def eta_of(g, U_, W_):
-            return Zt @ g.T + (U_[i] * U_[j]) @ W_
+            return self._factor_eta(Zt @ g.T, U_, W_)
 
         point = (gamma, U, W)
         _, pullback = vjp(eta_of, *point)
