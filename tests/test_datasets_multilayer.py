@@ -61,14 +61,18 @@ def test_shapes_symmetry_and_diagonal(link, directed):
     assert Y.shape == (X.shape[0], L)
 
 
-@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize(
+    "directed, asymmetric", [(False, False), (True, False), (True, True)]
+)
 @pytest.mark.parametrize("link", LINKS)
-def test_truth_is_the_stated_model(link, directed):
+def test_truth_is_the_stated_model(link, directed, asymmetric):
     A, C, truth = make_multilayer_network(
-        40, 3, 2, link=link, directed=directed, random_state=1
+        40, 3, 2, link=link, directed=directed, asymmetric=asymmetric, random_state=1
     )
-    U, W = truth.node_factors, truth.layer_weights
-    factor = np.einsum("ir,jr,lr->lij", U, U, W)
+    U, V, W = truth.node_factors, truth.receiver_factors, truth.layer_weights
+    assert np.allclose(U, V) != asymmetric
+    assert V is not U
+    factor = np.einsum("ir,jr,lr->lij", U, V, W)
     eta = factor + np.einsum("ijk,lk->lij", C, truth.coef)
     eta += truth.intercept[:, None, None]
     off = ~np.eye(40, dtype=bool)
@@ -158,6 +162,20 @@ def test_node_factors_recover_communities(seed):
     assert adjusted_rand_score(truth.communities, labels) > 0.95
 
 
+def test_asymmetric_flows_run_from_one_community_to_the_next():
+    A, _, truth = make_multilayer_network(
+        120, 2, directed=True, asymmetric=True, random_state=3
+    )
+    z = truth.communities
+    forward = z[:, None] == (z[None, :] + 1) % 3  # sender in k + 1, receiver in k
+    backward = z[None, :] == (z[:, None] + 1) % 3
+    for layer in A:
+        assert np.nanmean(layer[forward]) > 2 * np.nanmean(layer[backward])
+    # The same seed without asymmetry: the same communities, symmetric flows.
+    _, _, plain = make_multilayer_network(120, 2, directed=True, random_state=3)
+    assert np.array_equal(plain.communities, z)
+
+
 def test_layers_are_assortative():
     A, _, truth = make_multilayer_network(100, 3, random_state=9)
     same = truth.communities[:, None] == truth.communities[None, :]
@@ -197,6 +215,7 @@ def test_edge_cases():
         ({"n_communities": 11, "n_nodes": 10}, "n_communities"),
         ({"community_separation": -1.0}, "community_separation"),
         ({"directed": "no"}, "directed"),
+        ({"asymmetric": True}, "asymmetric=True needs directed=True"),
         ({"random_state": "seed"}, "random_state"),
     ],
 )

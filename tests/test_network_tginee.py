@@ -535,3 +535,58 @@ def test_factors_match_tensorly_masked_cp_on_an_exact_low_rank_tensor():
     match = corr.argmax(1)
     assert sorted(match) == list(range(R))
     assert corr[np.arange(R), match].min() > 0.9999
+
+
+def test_directed_fit_recovers_sender_and_receiver_roles():
+    """Flows from community k + 1 to k: only sender and receiver factors fit them."""
+    A, C, truth = make_multilayer_network(
+        80, 3, 2, directed=True, asymmetric=True, layer_correlation=0.6, random_state=0
+    )
+    X, Y = tensor_to_dyads(A, C)
+    X_tr, X_te, Y_tr, Y_te = train_test_split(X, Y, test_size=0.25, random_state=0)
+    directed = _model(directed=True).fit(X_tr, Y_tr)
+    undirected = _model().fit(X_tr, Y_tr)
+
+    def auc(model):
+        P = model.predict(X_te)
+        return np.mean([roc_auc_score(Y_te[:, k], P[:, k]) for k in range(3)])
+
+    assert auc(directed) > auc(undirected) + 0.05
+    assert auc(directed) > 0.75
+    z = truth.communities[directed.nodes_]
+    for factors in (directed.node_factors_, directed.receiver_factors_):
+        labels = KMeans(3, n_init=10, random_state=0).fit_predict(factors)
+        assert adjusted_rand_score(z, labels) >= 0.9
+    # The senders' and receivers' factors differ (a cyclic shift of roles).
+    assert not np.allclose(directed.node_factors_, directed.receiver_factors_, atol=0.3)
+    assert directed.transform(directed.nodes_[:4]).shape == (4, 4)
+    assert_allclose(
+        directed.transform(directed.nodes_[:4]),
+        np.hstack([directed.node_factors_[:4], directed.receiver_factors_[:4]]),
+    )
+    # Undirected: one factor per node, the receivers' a copy of it.
+    assert_array_equal(undirected.receiver_factors_, undirected.node_factors_)
+    assert undirected.transform(undirected.nodes_[:4]).shape == (4, 2)
+    # The direction is fitted: swapping the id columns changes the prediction.
+    swapped = X_te[:, [1, 0, 2, 3]]
+    assert np.abs(directed.predict(swapped) - directed.predict(X_te)).max() > 0.1
+    assert_allclose(undirected.predict(swapped), undirected.predict(X_te))
+
+
+@pytest.mark.parametrize("structure", ["independence", "exchangeable"])
+def test_directed_cp_fits_an_exact_asymmetric_low_rank_tensor(structure):
+    rng = np.random.default_rng(1)
+    n, L, R = 25, 3, 2
+    U, V = rng.normal(size=(n, R)), rng.normal(size=(n, R))
+    W = rng.uniform(0.5, 1.5, size=(L, R))
+    A = np.einsum("ir,jr,lr->lij", U, V, W)
+    for layer in A:
+        np.fill_diagonal(layer, np.nan)
+    X, Y = tensor_to_dyads(A)
+    kw = {"link": "identity", "alpha": 0.0, "fit_intercept": False, "max_iter": 50}
+    kw["working_covariance"] = structure
+    directed = _model(directed=True, **kw).fit(X, Y)
+    assert np.abs(directed.predict(X) - Y).max() < 1e-4
+    # The symmetric CP cannot: its residual is of the size of the data.
+    undirected = _model(**kw).fit(X, Y)
+    assert np.abs(undirected.predict(X) - Y).std() > 0.3 * Y.std()

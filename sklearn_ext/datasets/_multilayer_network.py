@@ -108,6 +108,7 @@ def _poisson_quantile(u, mu):
         "n_covariates": [Interval(Integral, 0, None, closed="left")],
         "n_communities": [Interval(Integral, 1, None, closed="left")],
         "directed": ["boolean"],
+        "asymmetric": ["boolean"],
         "community_separation": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
     },
@@ -123,6 +124,7 @@ def make_multilayer_network(
     n_covariates=2,
     n_communities=3,
     directed=False,
+    asymmetric=False,
     community_separation=2.0,
     random_state=None,
 ):
@@ -141,10 +143,16 @@ def make_multilayer_network(
       community, the factors spread with standard deviation 0.3 around the
       centre (before the rescaling by ``c``, which changes nothing to how
       distinct the communities are);
+    - with ``asymmetric=True`` (directed networks only), receiver factors
+      ``v_i = c (m_{z_i + 1 mod K} + 0.3 e'_i)``, ``e'_i ~ N(0, I_R)``, and the
+      factor term below is ``sum_r u_ir v_jr W[l, r]``: a node of community
+      ``k + 1`` links most to the nodes of community ``k`` (a cycle of
+      directed flows between communities), which no symmetric factor term
+      ``sum_r u_ir u_jr W[l, r]`` can express; otherwise ``v_i = u_i``;
     - layer weights ``W[l, r] ~ Uniform(0.5, 1.5)``, positive, so that every
       layer is assortative: nodes of the same community link more;
     - the scalar ``c > 0`` that makes the standard deviation of the factor term
-      ``f_lij = sum_r u_ir u_jr W[l, r]``, pooled over the layers and the dyads,
+      ``f_lij = sum_r u_ir v_jr W[l, r]``, pooled over the layers and the dyads,
       equal to 1.25;
     - coefficients ``beta[l, k] ~ N(0, 0.5 ** 2)``;
     - dyad covariates ``x_ij ~ N(0, I_p)``, independent over dyads, with
@@ -166,8 +174,9 @@ def make_multilayer_network(
     ``(y - mu) / sqrt(var)`` within a dyad is ``rho`` for ``link="identity"``
     and smaller in magnitude for the discrete links. In a directed network the
     ordered pairs ``(i, j)`` and ``(j, i)`` are two dyads, with their own
-    covariates and copula draws (the factor term is symmetric either way); in an
-    undirected one each pair ``i < j`` is drawn once and mirrored.
+    covariates and copula draws (the factor term is symmetric unless
+    ``asymmetric=True``); in an undirected one each pair ``i < j`` is drawn
+    once and mirrored.
 
     Parameters
     ----------
@@ -190,6 +199,9 @@ def make_multilayer_network(
         Number of communities ``K``, at most ``n_nodes``.
     directed : bool, default=False
         Whether the network is directed.
+    asymmetric : bool, default=False
+        Give the nodes receiver factors distinct from their sender factors
+        (see above); needs ``directed=True``.
     community_separation : float, default=2.0
         Root-mean-square norm of the community centres, against the
         within-community standard deviation 0.3 of the factors: the larger,
@@ -209,7 +221,9 @@ def make_multilayer_network(
         The model: ``communities`` (ndarray of shape (n_nodes,), int),
         ``node_factors`` (``U``, shape (n_nodes, n_components)),
         ``layer_weights`` (``W``, shape (n_layers, n_components)), ``coef``
-        (``beta``, shape (n_layers, n_covariates)), ``intercept`` (``b``, shape
+        (``beta``, shape (n_layers, n_covariates)), ``receiver_factors``
+        (``V``, shape (n_nodes, n_components); ``node_factors`` itself unless
+        ``asymmetric=True``), ``intercept`` (``b``, shape
         (n_layers,)), ``linear_predictor`` (``eta``) and ``mean`` (``mu``), both
         of shape (n_layers, n_nodes, n_nodes) with NaN on the diagonal.
 
@@ -258,6 +272,11 @@ def make_multilayer_network(
             f"n_layers={n_layers}, so that the exchangeable correlation matrix "
             "is positive definite."
         )
+    if asymmetric and not directed:
+        raise ValueError(
+            "asymmetric=True needs directed=True: an undirected network has "
+            "one factor per node."
+        )
     rng = check_random_state(random_state)
 
     communities = rng.randint(n_communities, size=n_nodes)
@@ -265,6 +284,12 @@ def make_multilayer_network(
         n_communities, n_components, float(community_separation), rng
     )
     U = centres[communities] + _FACTOR_NOISE * rng.normal(size=(n_nodes, n_components))
+    if asymmetric:
+        V = centres[(communities + 1) % n_communities] + _FACTOR_NOISE * rng.normal(
+            size=(n_nodes, n_components)
+        )
+    else:
+        V = U
     W = rng.uniform(0.5, 1.5, size=(n_layers, n_components))
     coef = rng.normal(scale=0.5, size=(n_layers, n_covariates))
 
@@ -275,12 +300,14 @@ def make_multilayer_network(
     n_dyads = rows.size
     x = rng.normal(size=(n_dyads, n_covariates))
 
-    factor_term = (U[rows] * U[cols]) @ W.T  # (n_dyads, n_layers)
+    factor_term = (U[rows] * V[cols]) @ W.T  # (n_dyads, n_layers)
     spread = factor_term.std()
     if spread > 0:
         scale = _FACTOR_TERM_STD / spread
         factor_term *= scale
         U *= np.sqrt(scale)
+        if asymmetric:
+            V *= np.sqrt(scale)
     offset = factor_term + x @ coef.T
     if link == "logit":
         intercept = _logit_intercepts(offset, _LOGIT_DENSITY)
@@ -324,6 +351,7 @@ def make_multilayer_network(
     truth = Bunch(
         communities=communities,
         node_factors=U,
+        receiver_factors=V if asymmetric else U.copy(),
         layer_weights=W,
         coef=coef,
         intercept=intercept,

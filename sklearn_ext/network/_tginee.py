@@ -75,7 +75,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     types). T-GINEE [1]_ models the layers' edges jointly:
 
     - a CP decomposition with shared node factors ``U`` (n_nodes, R) and layer
-      weights ``W`` (L, R) captures the structure common to the layers;
+      weights ``W`` (L, R) captures the structure common to the layers (with
+      ``directed=True``, each node has a sender factor ``u_i`` and a receiver
+      factor ``v_i``);
     - a link function ``g`` fits binary ("logit", "probit", "cloglog"), count
       ("log") or weighted
       ("identity") edges;
@@ -105,6 +107,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
     ``E[y_ijl] = mu_ijl = g^{-1}(sum_r u_ir u_jr w_lr + x_ij . beta_l + b_l)``,
 
+    or, with ``directed=True``, the asymmetric CP term ``sum_r u_ir v_jr w_lr``
+    (``u`` the sender's factors, ``v`` the receiver's), so that the factor
+    term of ``(i, j)`` may differ from that of ``(j, i)``;
     with ``Var(y_ijl) = phi v(mu_ijl)`` (v = mu(1 - mu), mu or 1) and the
     working covariance ``V_ij = phi A^{1/2} R A^{1/2}``, ``A = diag(v(mu_ij))``
     restricted to the observed layers. ``R`` is the identity
@@ -161,7 +166,14 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     dyad_columns : tuple of two int or str, or None, default=None
         Columns of ``X`` holding the dyad's node ids: positions, or column
         names when ``X`` is a DataFrame. None fits a GEE regression on all
-        columns without node factors.
+        columns without node factors. With ``directed=True`` the first column
+        is the sender and the second the receiver.
+    directed : bool, default=False
+        Fit sender and receiver factors (an asymmetric CP decomposition), for
+        directed layers in which ``(i, j)`` and ``(j, i)`` are different
+        dyads. False fits one factor per node, the same factor term for
+        ``(i, j)`` and ``(j, i)``; on a symmetric network the two fits agree
+        closely, and the undirected one has half the factor parameters.
     link : {"logit", "probit", "cloglog", "log", "identity"}, default="logit"
         Link function: binary ("logit", "probit", or the complementary
         log-log "cloglog", asymmetric, for rare edges), count or real-valued
@@ -191,7 +203,11 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     Attributes
     ----------
     node_factors_ : ndarray of shape (n_nodes, n_components)
-        ``U``; row ``k`` belongs to node ``nodes_[k]``.
+        ``U`` (the senders' factors when ``directed=True``); row ``k``
+        belongs to node ``nodes_[k]``.
+    receiver_factors_ : ndarray of shape (n_nodes, n_components)
+        ``V``, the receivers' factors when ``directed=True``; a copy of
+        ``node_factors_`` otherwise.
     layer_weights_ : ndarray of shape (n_layers, n_components)
         ``W``.
     coef_ : ndarray of shape (n_layers, n_covariates)
@@ -230,9 +246,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
     Notes
     -----
-    The factor term ``sum_r u_ir u_jr w_lr`` is symmetric in ``i`` and ``j``,
-    so a directed network gets the same factor term for ``(i, j)`` and
-    ``(j, i)``; its covariates may still differ. ``score`` is the mean over
+    With ``directed=False`` the factor term ``sum_r u_ir u_jr w_lr`` is
+    symmetric in ``i`` and ``j``, so a directed network gets the same factor
+    term for ``(i, j)`` and ``(j, i)`` (its covariates may still differ); pass
+    ``directed=True`` when the direction of an edge matters. ``score`` is the mean over
     layers of ROC AUC for binary edges (the binary links) and of R^2
     otherwise, on the observed entries. With ``dyad_columns=None``, two
     columns of ``X`` that look like node ids (non-negative integers, every
@@ -275,6 +292,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         **TorchDeviceMixin._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "dyad_columns": [tuple, list, None],
+        "directed": ["boolean"],
         "link": [StrOptions({*_BINARY_LINKS, "log", "identity"})],
         "working_covariance": [
             StrOptions({"independence", "exchangeable", "unstructured"})
@@ -296,6 +314,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         n_components=2,
         *,
         dyad_columns=None,
+        directed=False,
         link="logit",
         working_covariance="exchangeable",
         alpha=1.0,
@@ -308,6 +327,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     ):
         self.n_components = n_components
         self.dyad_columns = dyad_columns
+        self.directed = directed
         self.link = link
         self.working_covariance = working_covariance
         self.alpha = alpha
@@ -481,6 +501,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             len(self.nodes_),
             weights,
             n_components=self.n_components,
+            directed=self.directed,
             link=self.link,
             working_covariance=self.working_covariance,
             alpha=self.alpha,
@@ -517,12 +538,16 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             se = np.zeros((L, 0))
         self.bse_ = se[:, :p]
         self.intercept_bse_ = se[:, p] if self.fit_intercept else np.zeros(L)
-        for attr in ("node_factors_", "layer_weights_"):
+        for attr in ("node_factors_", "receiver_factors_", "layer_weights_"):
             if hasattr(self, attr):
                 delattr(self, attr)
         if result.node_factors is not None:
             self.node_factors_ = result.node_factors
             self.layer_weights_ = result.layer_weights
+            receivers = result.receiver_factors
+            self.receiver_factors_ = (
+                result.node_factors.copy() if receivers is None else receivers
+            )
 
     # ------------------------------------------------------------ predict
 
@@ -532,8 +557,8 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         eta = Z @ self.coef_.T + self.intercept_
         if ids is not None:
             pos = self._positions(ids)
-            U = self.node_factors_
-            eta = eta + (U[pos[:, 0]] * U[pos[:, 1]]) @ self.layer_weights_.T
+            U, V = self.node_factors_, self.receiver_factors_
+            eta = eta + (U[pos[:, 0]] * V[pos[:, 1]]) @ self.layer_weights_.T
         return eta
 
     def _positions(self, ids):
@@ -656,8 +681,12 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
         Returns
         -------
-        U : ndarray of shape (n_nodes_query, n_components)
-            Rows of ``node_factors_``.
+        factors : ndarray of shape (n_nodes_query, n_components) or \
+                (n_nodes_query, 2 * n_components)
+            Rows of ``node_factors_``; with ``directed=True``, each node's
+            sender factors followed by its receiver factors (rows of
+            ``node_factors_`` and ``receiver_factors_`` side by side), so
+            that nodes with the same roles are close.
         """
         check_is_fitted(self)
         ids = np.asarray(X)
@@ -668,7 +697,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
                 "transform takes a 1-D array of node ids (or one column); "
                 f"got shape {ids.shape}."
             )
-        return self.node_factors_[self._positions(check_node_ids(ids))]
+        pos = self._positions(check_node_ids(ids))
+        if self.directed:
+            return np.hstack([self.node_factors_[pos], self.receiver_factors_[pos]])
+        return self.node_factors_[pos]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

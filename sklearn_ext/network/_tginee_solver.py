@@ -287,24 +287,34 @@ def update_correlation(e, M, w, structure, torch):
     return C / d[:, None] / d[None, :]
 
 
-def spectral_init(pairs, Y0, mask, weights, means, n_nodes, R, link, random_state):
+def spectral_init(
+    pairs, Y0, mask, weights, means, n_nodes, R, link, random_state, directed=False
+):
     """Factors from the top eigenpairs of the layer-averaged, centred adjacency.
 
     Each node pair's entry is the weighted mean, over the dyads of that pair,
-    of the dyad's mean deviation from the layer means.
+    of the dyad's mean deviation from the layer means. An undirected fit
+    symmetrises the matrix and takes its eigenpairs; a directed fit takes the
+    top singular triplets of the (asymmetric) matrix, the left singular
+    vectors for the senders and the right ones for the receivers.
 
     Returns
     -------
-    U : ndarray of shape (n_nodes, R)
-    W : ndarray of shape (n_layers, R)
+    factors : tuple of ndarray
+        ``(U, W)`` undirected, ``(U, V, W)`` directed: ``U`` and ``V`` of
+        shape (n_nodes, R), ``W`` of shape (n_layers, R).
     """
     dev = np.where(mask, Y0 - means, 0.0).sum(1) / np.maximum(mask.sum(1), 1)
-    rows = np.r_[pairs[:, 0], pairs[:, 1]]
-    cols = np.r_[pairs[:, 1], pairs[:, 0]]
-    shape = (n_nodes, n_nodes)
     wdev = weights * dev
-    total = sp.csr_matrix((np.r_[wdev, wdev], (rows, cols)), shape=shape)
-    count = sp.csr_matrix((np.r_[weights, weights], (rows, cols)), shape=shape)
+    if directed:
+        rows, cols, w = pairs[:, 0], pairs[:, 1], weights
+    else:
+        rows = np.r_[pairs[:, 0], pairs[:, 1]]
+        cols = np.r_[pairs[:, 1], pairs[:, 0]]
+        wdev, w = np.r_[wdev, wdev], np.r_[weights, weights]
+    shape = (n_nodes, n_nodes)
+    total = sp.csr_matrix((wdev, (rows, cols)), shape=shape)
+    count = sp.csr_matrix((w, (rows, cols)), shape=shape)
     # Weighted mean deviation per node pair (duplicates summed by csr_matrix).
     S = total.copy()
     S.data = total.data / count.data
@@ -315,6 +325,25 @@ def spectral_init(pairs, Y0, mask, weights, means, n_nodes, R, link, random_stat
     elif link == "log":
         scale = 1.0 / max(means.mean(), 1e-3)
     S = S * scale
+    if directed:
+        rng = check_random_state(random_state)
+        if n_nodes > 500 and R < n_nodes - 1:
+            from scipy.sparse.linalg import svds
+
+            v0 = rng.uniform(-1, 1, n_nodes)
+            left, vals, right_t = svds(S, k=R, v0=v0)
+        else:
+            left, vals, right_t = np.linalg.svd(S.toarray())
+        order = np.argsort(-vals)[:R]
+        vals, left, right = vals[order], left[:, order], right_t[order].T
+        if len(vals) < R:  # fewer nodes than components
+            pad = R - len(vals)
+            vals = np.concatenate([vals, np.full(pad, 1e-3)])
+            left = np.hstack([left, np.zeros((n_nodes, pad))])
+            right = np.hstack([right, np.zeros((n_nodes, pad))])
+        root = np.sqrt(vals + 1e-6)
+        W = 1 + 0.1 * rng.standard_normal((Y0.shape[1], R))
+        return left * root, right * root, W
     if n_nodes > 500 and R < n_nodes - 1:
         from scipy.sparse.linalg import eigsh
 
@@ -352,7 +381,7 @@ def _joint_fisher(eta_of, point, pullback, inverse, wa, a, alpha, v):
 
     _, d_eta = jvp(eta_of, point, v)
     back = pullback(wa * inverse.matvec(a * d_eta))
-    return (back[0], back[1] + alpha * v[1], back[2] + alpha * v[2])
+    return (back[0],) + tuple(b + alpha * x for b, x in zip(back[1:], v[1:]))
 
 
 @dataclass
@@ -362,6 +391,7 @@ class TGINEEResult:
     coef: np.ndarray  # (n_layers, n_covariates)
     intercept: np.ndarray  # (n_layers,)
     node_factors: object  # (n_nodes, R), or None without factors
+    receiver_factors: object  # (n_nodes, R) when directed, else None
     layer_weights: object  # (n_layers, R), or None without factors
     working_correlation: np.ndarray
     scale: float
@@ -373,9 +403,15 @@ class TGINEEResult:
 class _Problem:
     """The data and parameters of one fit, as tensors on the compute device."""
 
-    def __init__(self, Y, Z, pairs, weights, *, R, link, alpha, fit_intercept, ctx):
+    def __init__(
+        self, Y, Z, pairs, weights, *, R, link, alpha, fit_intercept, ctx, directed
+    ):
         torch = self.torch = import_torch()
         self.ctx, self.R, self.link, self.alpha = ctx, R, link, alpha
+        self.directed = directed
+        # The factors' parameters: node factors (senders' when directed),
+        # the receivers' factors when directed, and the layer weights.
+        self.factor_names = ("U", "V", "W") if directed else ("U", "W")
         self.fit_intercept = fit_intercept
         self.mask = ~np.isnan(Y)
         self.Y0 = np.where(self.mask, Y, 0.0)
@@ -421,7 +457,7 @@ class _Problem:
             "b": self.tensor(b0).requires_grad_(self.fit_intercept),
         }
         if self.R:
-            U0, W0 = spectral_init(
+            *nodes, W0 = spectral_init(
                 self.pairs,
                 self.Y0,
                 self.mask,
@@ -431,19 +467,20 @@ class _Problem:
                 self.R,
                 self.link,
                 random_state,
+                directed=self.directed,
             )
-            self.params["U"] = self.tensor(U0).requires_grad_()
-            self.params["W"] = self.tensor(W0.T).requires_grad_()
+            for name, value in zip(self.factor_names, [*nodes, W0.T]):
+                self.params[name] = self.tensor(value).requires_grad_()
 
     @property
     def factor_params(self):
-        return [self.params["U"], self.params["W"]] if self.R else []
+        return [self.params[name] for name in self.factor_names] if self.R else []
 
     def linear_predictor(self):
         p, t = self.params, self.t
         eta = t["Z"] @ p["beta"] + p["b"]
         if self.R:
-            eta = self._factor_eta(eta, p["U"], p["W"])
+            eta = self._factor_eta(eta, *self.factor_params)
         return eta
 
     def objective(self, eta=None):
@@ -475,8 +512,8 @@ class _Problem:
             nll = 0.5 * (t["Y"] - eta) ** 2
         loss = (nll * t["MW"]).sum()
         if self.R:
-            U, W = self.params["U"], self.params["W"]
-            loss = loss + 0.5 * self.alpha * ((U**2).sum() + (W**2).sum())
+            ridge = sum((x**2).sum() for x in self.factor_params)
+            loss = loss + 0.5 * self.alpha * ridge
         return loss
 
     def minimise(self, params, max_iter, objective=None):
@@ -547,33 +584,40 @@ class _Problem:
             if self.fit_intercept:
                 p["b"].copy_(gamma[:, self.n_covariates])
 
-    def _factor_equations(self, inverse, base, U, W):
-        """The factors' GEE at ``(U, W)``, and the weights of their Fisher matrix.
+    def _factor_equations(self, inverse, base, factors):
+        """The factors' GEE at ``factors``, and the weights of their Fisher matrix.
 
-        Returns ``F = sum_d w_d X_d^T a_d * R_O^{-1} e_d - alpha (U, W)`` as a
-        pair ``(F_U, F_W)`` and ``a = (d mu / d eta) / sd`` (0 where
-        unobserved).
+        Returns ``F = sum_d w_d X_d^T a_d * R_O^{-1} e_d - alpha factors``, one
+        part per factor (``(F_U, F_W)``, or ``(F_U, F_V, F_W)`` directed), and
+        ``a = (d mu / d eta) / sd`` (0 where unobserved).
         """
         from torch.func import vjp
 
         t = self.t
         with self.torch.no_grad():
-            eta = self._factor_eta(base, U, W)
+            eta = self._factor_eta(base, *factors)
             mu, dmu, inv_sd = self._moments(eta)
             a = dmu * inv_sd
             s_eta = t["w"] * a * inverse.matvec((t["Y"] - mu) * inv_sd)
-        _, pullback = vjp(lambda U_, W_: self._factor_eta(base, U_, W_), U, W)
-        g_U, g_W = pullback(s_eta)
-        return (g_U - self.alpha * U, g_W - self.alpha * W), a
+        _, pullback = vjp(partial(self._factor_eta, base), *factors)
+        grads = pullback(s_eta)
+        return tuple(g - self.alpha * x for g, x in zip(grads, factors)), a
 
-    def _factor_eta(self, base, U, W):
-        """``base`` plus the CP factor term of every dyad."""
-        return base + (U[self.t["i"]] * U[self.t["j"]]) @ W
+    def _factor_eta(self, base, *factors):
+        """``base`` plus the CP factor term of every dyad.
+
+        ``sum_r u_ir u_jr w_lr`` from ``(U, W)``, or ``sum_r u_ir v_jr w_lr``
+        from the directed ``(U, V, W)``.
+        """
+        U, *V, W = factors
+        receivers = V[0] if V else U
+        return base + (U[self.t["i"]] * receivers[self.t["j"]]) @ W
 
     def factor_gee_step(self, inverse, n_steps=1, cg_iter=10):
         """Gauss-Newton steps of the factors' GEE under the working covariance.
 
-        The estimating equations ``F(U, W) = 0`` of :meth:`_factor_equations`
+        The estimating equations ``F(U, W) = 0`` (``F(U, V, W) = 0`` directed)
+        of :meth:`_factor_equations`
         are solved by Fisher scoring, ``J delta = F`` with
         ``J = sum_d w_d X_d^T diag(a_d) R_O^{-1} diag(a_d) X_d + alpha I``
         (``X_d`` the derivative of the linear predictor in the factors), by
@@ -585,15 +629,15 @@ class _Problem:
         torch, t, p = self.torch, self.t, self.params
         with torch.no_grad():
             base = t["Z"] @ p["beta"] + p["b"]
-        U, W = p["U"].detach().clone(), p["W"].detach().clone()
-        F, a = self._factor_equations(inverse, base, U, W)
+        factors = tuple(x.detach().clone() for x in self.factor_params)
+        F, a = self._factor_equations(inverse, base, factors)
         for _ in range(n_steps):
             fixed_eta = partial(self._factor_eta, base)
-            _, pullback = vjp(fixed_eta, U, W)
+            _, pullback = vjp(fixed_eta, *factors)
             fisher = partial(
                 _fisher_product,
                 fixed_eta,
-                (U, W),
+                factors,
                 pullback,
                 inverse,
                 t["w"] * a,
@@ -603,17 +647,17 @@ class _Problem:
             delta = conjugate_gradient(fisher, F, max_iter=cg_iter)
             current, scale = _norm2(F), 1.0
             for _ in range(6):
-                trial = (U + scale * delta[0], W + scale * delta[1])
-                F_trial, a_trial = self._factor_equations(inverse, base, *trial)
+                trial = tuple(x + scale * d for x, d in zip(factors, delta))
+                F_trial, a_trial = self._factor_equations(inverse, base, trial)
                 if _norm2(F_trial) < current:
-                    (U, W), F, a = trial, F_trial, a_trial
+                    factors, F, a = trial, F_trial, a_trial
                     break
                 scale *= 0.5
             else:
                 break
         with torch.no_grad():
-            p["U"].copy_(U)
-            p["W"].copy_(W)
+            for param, value in zip(self.factor_params, factors):
+                param.copy_(value)
 
     def rounds(self, structure, max_iter, tol, verbose):
         """Stage 2; returns (working correlation, rounds run, converged)."""
@@ -657,7 +701,8 @@ class _Problem:
     def joint_sandwich(self, corr, cg_iter=200):
         """Sandwich covariance of (beta, b) with the factors' uncertainty in it.
 
-        The estimating equations of all parameters, ``psi(beta, b, U, W)``,
+        The estimating equations of all parameters, ``psi(beta, b, U, W)``
+        (``psi(beta, b, U, V, W)`` directed),
         give the sandwich ``B^{-1} M B^{-1}``, ``B`` their Fisher matrix
         (plus the ridge on the factors) and ``M = sum_d w_d psi_d psi_d^T``.
         Its (beta, b) block is ``C^T M C`` with ``C = B^{-1} E`` (``E`` the
@@ -675,17 +720,17 @@ class _Problem:
         with torch.no_grad():
             parts = [p["beta"].T] + ([p["b"][:, None]] if self.fit_intercept else [])
             gamma = torch.cat(parts, 1).detach()
-            U, W = p["U"].detach(), p["W"].detach()
+            factors = tuple(x.detach() for x in self.factor_params)
             eta = self.linear_predictor()
             mu, dmu, inv_sd = self._moments(eta)
             a = dmu * inv_sd
             score = a * inverse.matvec((t["Y"] - mu) * inv_sd)
         Zt = t["Zt"]
 
-        def eta_of(g, U_, W_):
-            return self._factor_eta(Zt @ g.T, U_, W_)
+        def eta_of(g, *factors_):
+            return self._factor_eta(Zt @ g.T, *factors_)
 
-        point = (gamma, U, W)
+        point = (gamma, *factors)
         _, pullback = vjp(eta_of, *point)
         wa = t["w"] * a
         fisher = partial(
@@ -695,7 +740,7 @@ class _Problem:
         for k in range(gamma.numel()):
             unit = torch.zeros_like(gamma).reshape(-1)
             unit[k] = 1.0
-            rhs = (unit.reshape(gamma.shape), torch.zeros_like(U), torch.zeros_like(W))
+            rhs = (unit.reshape(gamma.shape),) + tuple(map(torch.zeros_like, factors))
             c = conjugate_gradient(fisher, rhs, max_iter=cg_iter)
             _, d_eta = jvp(eta_of, point, c)
             columns.append((score * d_eta).sum(1))
@@ -725,6 +770,7 @@ class _Problem:
             coef=to_numpy(p["beta"]).T.copy(),
             intercept=to_numpy(p["b"]),
             node_factors=to_numpy(p["U"]) if self.R else None,
+            receiver_factors=to_numpy(p["V"]) if self.R and self.directed else None,
             layer_weights=to_numpy(p["W"]).T.copy() if self.R else None,
             working_correlation=to_numpy(corr).astype(np.float64),
             scale=scale,
@@ -742,6 +788,7 @@ def solve_tginee(
     weights,
     *,
     n_components,
+    directed,
     link,
     working_covariance,
     alpha,
@@ -766,8 +813,8 @@ def solve_tginee(
     n_nodes : int
     weights : ndarray of shape (n_dyads,)
         Positive frequency weights of the dyads.
-    n_components, link, working_covariance, alpha, fit_intercept, max_iter, \
-tol, random_state, verbose
+    n_components, directed, link, working_covariance, alpha, fit_intercept, \
+max_iter, tol, random_state, verbose
         The estimator's parameters.
     context : object
         The torch context (``device``, ``dtype``) of the fit.
@@ -788,6 +835,7 @@ tol, random_state, verbose
         alpha=alpha,
         fit_intercept=fit_intercept,
         ctx=context,
+        directed=directed,
     )
     problem.initialise(n_nodes, random_state)
     # Stage 1: the independence equations are the quasi-score of the link's
