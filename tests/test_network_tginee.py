@@ -17,8 +17,8 @@ from sklearn_ext.network import TGINEE, tensor_to_dyads
 from sklearn_ext.network._tginee_solver import (
     MaskedInverse,
     gee_blocks,
+    missing_layout,
     moments,
-    pattern_index,
 )
 
 
@@ -73,12 +73,8 @@ def test_coefficients_solve_the_gee_with_the_working_correlation(structure):
     eta = np.log(model.predict(X) / (1 - model.predict(X)))
     mu, dmu, var = moments(eta, "logit")
     inv_sd = 1 / np.sqrt(var)
-    patterns, index = pattern_index(np.ones_like(Y, dtype=bool))
-    inverse = MaskedInverse(
-        torch.as_tensor(model.working_correlation_),
-        torch.as_tensor(patterns, dtype=torch.float64),
-        torch.as_tensor(index),
-    )
+    layout = missing_layout(np.ones_like(Y, dtype=bool), torch.device("cpu"))
+    inverse = MaskedInverse(torch.as_tensor(model.working_correlation_), layout)
     Zt = np.hstack([X[:, 2:], np.ones((len(X), 1))])
     H, S = gee_blocks(
         *map(torch.as_tensor, (dmu, inv_sd, Y - mu)),
@@ -95,6 +91,45 @@ def test_coefficients_solve_the_gee_with_the_working_correlation(structure):
     if structure == "exchangeable":
         off = R[~np.eye(3, dtype=bool)]
         assert_allclose(off, off[0])
+
+
+@pytest.mark.parametrize("structure", ["unstructured", "exchangeable"])
+def test_masked_inverse_equals_the_inverse_on_each_dyads_layers(structure):
+    """Low-rank and closed forms against R_OO^{-1}, dyad by dyad."""
+    rng = np.random.default_rng(0)
+    n, L, q = 200, 6, 2
+    if structure == "exchangeable":
+        R = np.full((L, L), -0.15)  # negative: c_d < 0 in the closed form
+        np.fill_diagonal(R, 1.0)
+    else:
+        B = rng.normal(size=(L, L))
+        R = B @ B.T + L * np.eye(L)
+        R = R / np.sqrt(np.outer(np.diag(R), np.diag(R)))
+    # Every count of missing layers, from none to all: both low-rank forms.
+    mask = rng.random((n, L)) >= rng.uniform(0, 1, (n, 1))
+    mask[:3] = True
+    mask[3] = False
+    layout = missing_layout(mask, torch.device("cpu"))
+    inverse = MaskedInverse(torch.as_tensor(R), layout)
+    assert inverse.exchangeable == (structure == "exchangeable")
+    e = rng.normal(size=(n, L)) * mask
+    a = rng.uniform(0.2, 1.0, (n, L)) * mask
+    Zt = rng.normal(size=(n, q))
+    w = rng.uniform(0.5, 2.0, n)
+    want_e = np.zeros((n, L))
+    want_H = np.zeros((L * q, L * q))
+    for d in range(n):
+        seen = np.flatnonzero(mask[d])
+        Rinv = np.zeros((L, L))
+        if seen.size:
+            Rinv[np.ix_(seen, seen)] = np.linalg.inv(R[np.ix_(seen, seen)])
+        want_e[d] = Rinv @ e[d]
+        block = a[d][:, None] * Rinv * a[d][None, :]
+        want_H += w[d] * np.kron(block, np.outer(Zt[d], Zt[d]))
+    got_e = inverse.matvec(torch.as_tensor(e)).numpy()
+    got_H = inverse.gram(*map(torch.as_tensor, (a, Zt, w))).numpy()
+    assert_allclose(got_e, want_e, atol=1e-10)
+    assert_allclose(got_H, want_H, atol=1e-9)
 
 
 def test_sandwich_intervals_cover_the_truth():

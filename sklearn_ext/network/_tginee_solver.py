@@ -40,7 +40,7 @@ __all__ = [
     "gee_blocks",
     "link_of",
     "moments",
-    "pattern_index",
+    "missing_layout",
     "sandwich",
     "solve_tginee",
     "spectral_init",
@@ -123,83 +123,174 @@ def moments(eta, link):
     return eta, np.ones_like(eta), np.ones_like(eta)
 
 
-def pattern_index(mask):
-    """The distinct patterns of observed layers and each dyad's pattern.
+@dataclass
+class MissingLayout:
+    """Which layers each dyad misses, grouped for batched solves.
 
-    Returns
-    -------
-    patterns : ndarray of shape (n_patterns, n_layers), bool
-    index : ndarray of shape (n_dyads,), int64
+    A dyad's ``R_O^{-1}`` is written either from its missing layers ``M``
+    (when it misses at most as many layers as it observes) or from its
+    observed layers ``O``; ``groups`` holds, per side and count ``c``, the
+    dyads and their ``c`` layer positions.
+
+    Attributes
+    ----------
+    groups : list of (sign, rows, cols)
+        ``sign`` -1 for the missing side, +1 for the observed side; ``rows``
+        (g,) long tensor of dyads, ``cols`` (g, c) long tensor of layers.
+    base : tensor of shape (n_dyads,)
+        1.0 for the dyads written from their missing side (whose inverse
+        starts from ``R^{-1}``), else 0.0.
+    mask : tensor of shape (n_dyads, n_layers)
+        1.0 where observed.
+    complete : bool
+        Whether every entry is observed.
     """
-    if mask.all():
-        return np.ones((1, mask.shape[1]), dtype=bool), np.zeros(len(mask), np.int64)
-    patterns, inverse = np.unique(mask, axis=0, return_inverse=True)
-    return patterns, inverse.ravel().astype(np.int64)
+
+    groups: list
+    base: object
+    mask: object
+    complete: bool
+
+
+def missing_layout(mask, device, dtype=None):
+    """The :class:`MissingLayout` of a boolean (n_dyads, n_layers) mask."""
+    torch = import_torch()
+    dtype = torch.float64 if dtype is None else dtype
+    mask = np.asarray(mask, dtype=bool)
+    n_observed = mask.sum(1)
+    n_missing = mask.shape[1] - n_observed
+    from_missing = n_missing <= n_observed
+    groups = []
+    for sign, counts, chosen, pick in (
+        (-1.0, n_missing, from_missing, ~mask),
+        (1.0, n_observed, ~from_missing, mask),
+    ):
+        for c in np.unique(counts[chosen]):
+            if c == 0:  # complete dyads (R^{-1}) or none observed (0)
+                continue
+            rows = np.flatnonzero(chosen & (counts == c))
+            cols = np.nonzero(pick[rows])[1].reshape(len(rows), c)
+            groups.append(
+                (
+                    sign,
+                    torch.as_tensor(rows, device=device),
+                    torch.as_tensor(cols, device=device),
+                )
+            )
+    return MissingLayout(
+        groups=groups,
+        base=torch.as_tensor(from_missing, dtype=dtype, device=device),
+        mask=torch.as_tensor(mask, dtype=dtype, device=device),
+        complete=bool(mask.all()),
+    )
 
 
 class MaskedInverse:
     """Per dyad, ``R_O^{-1}``: the working correlation's inverse on its layers.
 
-    The inverse of ``R`` restricted to a dyad's observed layers, zero in the
-    rows and columns of the others, is computed once per pattern of observed
-    layers (one batched Cholesky over the patterns, on ``R``'s device) and
-    gathered per dyad in chunks, so that no Python loop runs over patterns and
-    memory stays at about ``2**22`` entries per chunk.
+    The inverse of ``R`` restricted to a dyad's observed layers ``O``, zero in
+    the rows and columns of its missing layers ``M``, is kept as a low-rank
+    form, ``R_O^{-1} = base * P + sign * T^T T`` with ``P = R^{-1}``:
+
+    - a dyad missing few layers (``|M| <= |O|``) uses the identity
+      ``(R_OO)^{-1} = P_OO - P_OM (P_MM)^{-1} P_MO``, so ``base = 1``,
+      ``sign = -1`` and ``T = L_M^{-1} P_M.`` (``L_M`` the Cholesky factor of
+      ``P_MM``), with ``|M|`` rows; on the missing layers this form is zero;
+    - a dyad missing most layers uses ``T = L_O^{-1} E_O`` (``L_O`` the
+      Cholesky factor of ``R_OO``, ``E_O`` the selection of its layers), so
+      ``base = 0`` and ``sign = +1``, with ``|O|`` rows.
+
+    Each form costs ``min(|M|, |O|)`` rows per dyad, in one batched Cholesky
+    per group of dyads with the same count (at most ``n_layers`` groups, on
+    ``R``'s device), so no Python loop runs over patterns of missing layers
+    and complete dyads cost what a plain Gram matrix costs.
+
+    An exchangeable ``R = (1 - rho) I + rho 1 1^T`` (which includes the
+    identity) has the closed form ``R_O^{-1} = (I_O - c_d 1_O 1_O^T) /
+    (1 - rho)``, ``c_d = rho / (1 - rho + rho |O|)`` (Sherman-Morrison): one
+    rank-one term per dyad whatever it misses, so missing entries cost
+    nothing extra. It is used whenever the off-diagonal entries of ``corr``
+    are all equal.
 
     Parameters
     ----------
     corr : tensor of shape (n_layers, n_layers)
-    patterns : tensor of shape (n_patterns, n_layers)
-        1.0 where the pattern observes a layer.
-    index : tensor of shape (n_dyads,), long
-        Each dyad's pattern.
+    layout : MissingLayout
     """
 
-    def __init__(self, corr, patterns, index):
+    def __init__(self, corr, layout):
         torch = import_torch()
-        pair = patterns[:, :, None] * patterns[:, None, :]
-        eye = torch.diag_embed(1 - patterns)
-        chol = torch.linalg.cholesky(corr * pair + eye)
-        self.P = torch.cholesky_inverse(chol) * pair  # (n_patterns, L, L)
-        self.index = index
+        self.layout = layout
+        self.parts = []
         L = corr.shape[0]
-        self.chunk = max(1, 2**22 // (L * L))
-
-    def _chunks(self):
-        n = len(self.index)
-        for start in range(0, n, self.chunk):
-            stop = min(start + self.chunk, n)
-            yield start, stop, self.P[self.index[start:stop]]
+        off = corr[~torch.eye(L, dtype=torch.bool, device=corr.device)]
+        self.exchangeable = bool((off == off[0]).all()) if L > 1 else True
+        if self.exchangeable:
+            rho = float(off[0]) if L > 1 else 0.0
+            self.scale = 1.0 / (1.0 - rho)
+            n_obs = layout.mask.sum(1)
+            self.c = rho / (1.0 - rho + rho * n_obs)  # (n_dyads,)
+            return
+        self.P = torch.cholesky_inverse(torch.linalg.cholesky(corr))
+        for sign, rows, cols in layout.groups:
+            c = cols.shape[1]
+            if sign < 0:
+                block = self.P[cols[:, :, None], cols[:, None, :]]  # P_MM
+                right = self.P[cols]  # P_M. of shape (g, c, L)
+            else:
+                block = corr[cols[:, :, None], cols[:, None, :]]  # R_OO
+                right = corr.new_zeros(len(rows), c, L)
+                right.scatter_(2, cols[:, :, None], 1.0)  # E_O
+            chol = torch.linalg.cholesky(block)
+            T = torch.linalg.solve_triangular(chol, right, upper=False)
+            self.parts.append((sign, rows, T))
+        self.chunk_entries = 2**22
 
     def matvec(self, e):
         """``R_O^{-1} e_d`` for every dyad: (n_dyads, L) -> (n_dyads, L)."""
-        if len(self.P) == 1:
-            return e @ self.P[0]
-        parts = [
-            (P @ e[start:stop, :, None])[..., 0] for start, stop, P in self._chunks()
-        ]
-        return import_torch().cat(parts)
+        mask = self.layout.mask
+        if self.exchangeable:
+            total = (e * mask).sum(1, keepdim=True)
+            return (e - self.c[:, None] * total) * mask * self.scale
+        base = self.layout.base
+        out = (e * base[:, None]) @ self.P
+        for sign, rows, T in self.parts:
+            Te = (T @ e[rows][:, :, None])[..., 0]  # (g, c)
+            out.index_add_(0, rows, sign * (T.transpose(1, 2) @ Te[..., None])[..., 0])
+        return out * self.layout.mask
 
     def gram(self, a, Zt, w):
         """``sum_d w_d (diag(a_d) R_O^{-1} diag(a_d)) kron (z_d z_d^T)``.
 
-        In layer-major order ``(l, a)``: shape (L * q, L * q).
+        ``a`` is zero where unobserved. In layer-major order ``(l, a)``:
+        shape (L * q, L * q).
         """
+        torch = import_torch()
         L, q = a.shape[1], Zt.shape[1]
-        if len(self.P) == 1:  # one pattern: a Gram matrix masked by R^{-1}
+        if self.exchangeable:
+            # (diag(a^2) - c_d a a^T) / (1 - rho): block-diagonal plus rank one.
+            K = (Zt[:, :, None] * Zt[:, None, :]).reshape(-1, q * q)
+            blocks = ((w[:, None] * a * a).T @ K).reshape(L, q, q)
+            H = torch.block_diag(*blocks)
             F = (a[:, :, None] * Zt[:, None, :]).reshape(-1, L * q)
-            F = F * w.sqrt()[:, None]
-            ones = a.new_ones(q, q)
-            return (F.T @ F) * import_torch().kron(self.P[0].contiguous(), ones)
-        total = a.new_zeros(L * L, q * q)
-        for start, stop, P in self._chunks():
-            ad = a[start:stop]
-            G = ad[:, :, None] * P * ad[:, None, :] * w[start:stop, None, None]
-            z = Zt[start:stop]
-            K = (z[:, :, None] * z[:, None, :]).reshape(-1, q * q)
-            total = total + G.reshape(-1, L * L).T @ K
-        H = total.reshape(L, L, q, q).permute(0, 2, 1, 3)
-        return H.reshape(L * q, L * q)
+            # c_d < 0 when rho < 0: weighted, not square-rooted.
+            return (H - F.T @ (F * (w * self.c)[:, None])) * self.scale
+        wb = w * self.layout.base
+        F = (a[:, :, None] * Zt[:, None, :]).reshape(-1, L * q) * wb.sqrt()[:, None]
+        H = (F.T @ F) * torch.kron(self.P.contiguous(), a.new_ones(q, q))
+        if not self.parts:
+            return H
+        for sign, rows, T in self.parts:
+            c = T.shape[1]
+            step = max(1, self.chunk_entries // (c * L * q))
+            for start in range(0, len(rows), step):
+                r = rows[start : start + step]
+                # Rows (T_dk * a_d) kron z_d, one per row k of T_d.
+                B = T[start : start + step] * a[r][:, None, :]  # (g, c, L)
+                z = Zt[r] * w[r, None].sqrt()
+                G = (B[:, :, :, None] * z[:, None, None, :]).reshape(-1, L * q)
+                H = H + sign * (G.T @ G)
+        return H
 
 
 def gee_blocks(dmu, inv_sd, resid, inverse, Zt, weights):
@@ -432,9 +523,7 @@ class _Problem:
         if R:
             self.t["i"] = torch.as_tensor(pairs[:, 0], device=ctx.device)
             self.t["j"] = torch.as_tensor(pairs[:, 1], device=ctx.device)
-        patterns, index = pattern_index(self.mask)
-        self.t["patterns"] = tensor(patterns)
-        self.t["index"] = torch.as_tensor(index, device=ctx.device)
+        self.layout = missing_layout(self.mask, ctx.device, ctx.dtype)
         self.t["Zt"] = tensor(self.Zt)
         self.t["wv"] = tensor(weights)
         self.params = {}
@@ -544,7 +633,7 @@ class _Problem:
 
     def inverse(self, corr):
         """The per-dyad ``R_O^{-1}`` of the working correlation ``corr``."""
-        return MaskedInverse(corr, self.t["patterns"], self.t["index"])
+        return MaskedInverse(corr, self.layout)
 
     def _moments(self, eta):
         """Mean, d mean / d eta and ``1 / sqrt(v(mu))`` (0 where unobserved)."""
