@@ -1,12 +1,16 @@
 """ConformalRobustOptimizer: bounds, validity, selection, problems, bad input."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import binom
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
 from sklearn.model_selection import GridSearchCV
 from sklearn.tree import DecisionTreeRegressor
@@ -24,6 +28,7 @@ from sklearn_ext.robust_optimization._bounds import (
     frontier_bounds,
     hoeffding_bentkus_upper_bound,
     min_calibration_size,
+    simultaneous_binomial_band,
 )
 from sklearn_ext.robust_optimization._frontier import normalised_regret
 from sklearn_ext.utils._sklearn_compat import InvalidParameterError
@@ -241,7 +246,15 @@ def test_predict_returns_robust_paths_and_score_is_negative_regret(shortest_path
     np.testing.assert_array_equal(paths, GRID.solve_robust(center, half, "l2"))
     assert set(np.unique(paths)) <= {0.0, 1.0}
     regret = normalised_regret(GRID, C_test[:500], paths)
-    assert model.score(X_test[:500], C_test[:500]) == pytest.approx(-regret.mean())
+    per_sample = clone(model).set_params(regret_normalisation="per-sample")
+    per_sample.__dict__.update(
+        {k: v for k, v in model.__dict__.items() if k.endswith("_")}
+    )
+    assert per_sample.score(X_test[:500], C_test[:500]) == pytest.approx(-regret.mean())
+    # The default is PyEPO's normalised regret: sum of regrets over sum |z*|.
+    best = GRID.cost(C_test[:500], GRID.solve(C_test[:500]))
+    pyepo = (GRID.cost(C_test[:500], paths) - best).sum() / np.abs(best).sum()
+    assert model.score(X_test[:500], C_test[:500]) == pytest.approx(-pyepo)
     # The robust level changes decisions: it is not the nominal policy.
     nominal = GRID.solve(center)
     assert np.any(paths != nominal)
@@ -261,7 +274,7 @@ def test_certified_level_beats_a_priori_bonferroni_box(shortest_path_fit):
     box = GRID.solve_robust(center, np.broadcast_to(half, center.shape), "linf")
     box_regret = normalised_regret(GRID, C_test, box).mean()
     model.select(max_miscoverage=alpha)
-    ours = -model.score(X_test, C_test)
+    ours = normalised_regret(GRID, C_test, model.predict(X_test)).mean()
     assert ours <= box_regret + 2e-3
 
 
@@ -545,3 +558,149 @@ def test_cv_that_is_not_a_partition_is_refused(small_data):
     X, C = small_data
     with pytest.raises(ValueError, match="cv must partition the training part"):
         _small(cv=ShuffleSplit(3, test_size=0.2, random_state=0)).fit(X, C)
+
+
+# ------------------------------------------- the sharper frontier (issue 18)
+
+
+def test_simultaneous_band_holds_at_every_radius_at_once():
+    """One band over a fine grid: violations anywhere in at most delta of draws."""
+    rng = np.random.default_rng(0)
+    n, delta, reps = 200, 0.2, 400
+    radii = np.linspace(0.0, 4.0, 200)
+    truth = np.exp(-radii)  # exponential scores: alpha(r) = exp(-r)
+    fails = 0
+    for _ in range(reps):
+        scores = rng.exponential(size=n)
+        counts = (scores[:, None] > radii[None, :]).sum(0)
+        bound, _ = simultaneous_binomial_band(counts, n, delta)
+        fails += bool(np.any(bound < truth))
+    assert fails / reps <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
+    # The naive empirical curve fails on almost every draw (the test can fail).
+    scores = rng.exponential(size=(50, n))
+    naive = (scores[:, :, None] > radii).mean(1)
+    assert np.mean(np.any(naive < truth, axis=1)) > 0.9
+
+
+def test_band_is_tighter_than_bonferroni_where_miscoverage_is_below_half():
+    n, K, delta = 500, 50, 0.05
+    counts = np.linspace(0, 240, K).round()
+    band, delta_band = simultaneous_binomial_band(counts, n, delta)
+    bonferroni = binomial_upper_bound(counts, n, delta / K)
+    # The band's single level beats delta / K, whatever K.
+    assert delta_band > 2 * delta / K
+    low = counts / n < 0.4
+    assert np.all(band[low] <= bonferroni[low] + 1e-12)
+    assert np.mean(bonferroni[low] - band[low]) > 0.002
+
+
+def test_fixed_sequence_certifies_the_split_conformal_radius(shortest_path_fit):
+    pytest.importorskip("mapie")
+    model, coef, X_test, C_test = shortest_path_fit
+    X, C, _ = _shortest_path_data(1500, random_state=0, coef=coef)
+    fs = clone(model).set_params(bound="fixed-sequence").fit(X, C)
+    plain = clone(model).fit(X, C)
+    for key in ("miscoverage_upper", "regret_upper"):
+        assert_array_equal(fs.frontier_[key], plain.frontier_[key])
+    fs.select(max_miscoverage=0.1)
+    # By hand: the training-conditional split-conformal radius at (0.1, delta).
+    scores = np.sort(fs._calibration_scores)
+    n = scores.size
+    m = np.flatnonzero(binom.cdf(np.arange(n), n, 0.1) <= fs.delta)[-1]
+    ball = scores[n - 1 - m]
+    assert fs.radius_ >= ball - 1e-12
+    assert fs.frontier_["radius"][fs.level_] >= fs.radius_
+    # Never wider than the simultaneous choice, and still valid on fresh data.
+    assert fs.radius_ <= plain.select(max_miscoverage=0.1).radius_
+    center = fs.estimator_.predict(X_test)
+    test_scores = fs._scores(C_test - center, fs._scale(X_test))
+    assert np.mean(test_scores > fs.radius_) <= 0.1 + 0.01
+
+
+def test_fixed_sequence_selection_is_valid_over_calibration_draws():
+    """P(true miscoverage of the chosen radius > target) <= delta, by simulation."""
+    pytest.importorskip("mapie")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    y = X @ [1.0, -1.0] + rng.standard_t(5, size=600)
+    model = ConformalRobustOptimizer(
+        Ridge(), levels=30, bound="fixed-sequence", delta=0.2, random_state=0
+    ).fit(X, y)
+    X_big = rng.normal(size=(100_000, 2))
+    y_big = X_big @ [1.0, -1.0] + rng.standard_t(5, size=100_000)
+    resid = y_big - model.estimator_.predict(X_big)
+    scores_big = np.sort(np.abs(resid) / model.scale_[0])
+    reps, bad = 300, 0
+    for _ in range(reps):
+        Xc = rng.normal(size=(100, 2))
+        yc = Xc @ [1.0, -1.0] + rng.standard_t(5, size=100)
+        model.calibrate(Xc, yc).select(max_miscoverage=0.1)
+        alpha = 1 - np.searchsorted(scores_big, model.radius_, side="right") / 1e5
+        bad += alpha > 0.1
+    assert bad / reps <= 0.2 + 3 * np.sqrt(0.2 * 0.8 / reps)
+    assert bad / reps > 0.02  # it uses its budget: not trivially conservative
+
+
+@pytest.mark.parametrize("bound", ["simultaneous", "fixed-sequence"])
+def test_one_hundred_calibration_points_certify_miscoverage_one_tenth(bound):
+    if bound == "fixed-sequence":
+        pytest.importorskip("mapie")
+    X, C, _ = _shortest_path_data(1100, random_state=3)
+    model = ConformalRobustOptimizer(
+        Ridge(), GRID, calibration_size=100, bound=bound, random_state=0
+    ).fit(X, C)
+    assert model.n_calibration_ == 100
+    model.select(max_miscoverage=0.1)  # raised "No level ..." before
+    assert np.isfinite(model.radius_)
+    if bound == "simultaneous":
+        assert model.frontier_["miscoverage_upper"][model.level_] <= 0.1
+
+
+def test_ltt_bonferroni_keeps_the_former_bounds(shortest_path_fit):
+    model, coef, *_ = shortest_path_fit
+    X, C, _ = _shortest_path_data(1500, random_state=0, coef=coef)
+    old = clone(model).set_params(bound="ltt-bonferroni").fit(X, C)
+    K, n = old.levels_.size, old.n_calibration_
+    counts = np.round(old.frontier_["miscoverage"] * n)
+    expected = np.minimum.accumulate(binomial_upper_bound(counts, n, 0.1 / (2 * K)))
+    assert_allclose(old.frontier_["miscoverage_upper"], expected)
+    new = clone(model).fit(X, C)
+    low = new.frontier_["miscoverage_upper"] < 0.5
+    assert np.all(new.frontier_["miscoverage_upper"][low] <= expected[low] + 1e-12)
+
+
+def test_predicting_at_the_default_level_says_so(shortest_path_fit):
+    model, coef, X_test, _ = shortest_path_fit
+    X, C, _ = _shortest_path_data(1500, random_state=0, coef=coef)
+    fitted = clone(model).fit(X, C)
+    with pytest.warns(UserWarning, match="default level"):
+        fitted.predict(X_test[:5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted.predict(X_test[:5])  # said once
+        fitted.select(max_miscoverage=0.2).predict(X_test[:5])
+
+
+def test_verbose_reports_the_default_level(small_data, capsys):
+    X, C = small_data
+    ConformalRobustOptimizer(Ridge(), GRID, levels=4, delta=0.5, verbose=1).fit(X, C)
+    assert "default level" in capsys.readouterr().out
+
+
+def test_prefit_uses_the_fitted_model_and_calibrates_on_all_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X @ [1.0, 2.0, -1.0] + rng.normal(size=400)
+    fitted = Ridge().fit(X[:200], y[:200])
+    model = ConformalRobustOptimizer(
+        fitted, levels=np.linspace(0, 5, 20), scale="none", prefit=True
+    ).fit(X[200:], y[200:])
+    assert model.estimator_ is fitted
+    assert model.n_calibration_ == 200  # every sample calibrates
+    assert_allclose(model.predict(X[:3]), fitted.predict(X[:3]))
+    # With the default grid, a split of the data gives the scale and the grid.
+    split = ConformalRobustOptimizer(fitted, prefit=True, random_state=0)
+    split.fit(X[200:], y[200:])
+    assert split.estimator_ is fitted and split.n_calibration_ == 60
+    with pytest.raises(NotFittedError):
+        ConformalRobustOptimizer(Ridge(), prefit=True).fit(X, y)

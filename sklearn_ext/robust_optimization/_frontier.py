@@ -55,19 +55,26 @@ def pareto_mask(first, second):
     return ~np.any(le & lt, axis=1)
 
 
-def select_level(front, with_problem, max_miscoverage, max_regret, tradeoff):
+def select_level(
+    front, with_problem, max_miscoverage, max_regret, tradeoff, certified=None
+):
     """Index of the level chosen by the rule of ``ConformalRobustOptimizer.select``.
 
-    Returns None when no level meets the constraints. The arguments are
-    checked by the caller.
+    ``certified`` (boolean, one per level), when given, replaces the
+    frontier's bounds as the test of the constraints (the levels certified
+    by fixed-sequence testing). Returns None when no level meets the
+    constraints. The arguments are checked by the caller.
     """
     mis = front["miscoverage_upper"]
     reg = front["regret_upper"] if with_problem else np.zeros_like(mis)
     feasible = np.ones(mis.shape, dtype=bool)
-    if max_miscoverage is not None:
-        feasible &= mis <= max_miscoverage
-    if max_regret is not None:
-        feasible &= reg <= max_regret
+    if certified is not None:
+        feasible &= certified
+    else:
+        if max_miscoverage is not None:
+            feasible &= mis <= max_miscoverage
+        if max_regret is not None:
+            feasible &= reg <= max_regret
     if not feasible.any():
         return None
     if tradeoff is None and max_miscoverage is None and max_regret is None:
