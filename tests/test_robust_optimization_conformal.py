@@ -704,3 +704,34 @@ def test_prefit_uses_the_fitted_model_and_calibrates_on_all_data():
     assert split.estimator_ is fitted and split.n_calibration_ == 60
     with pytest.raises(NotFittedError):
         ConformalRobustOptimizer(Ridge(), prefit=True).fit(X, y)
+
+
+def test_nan_in_x_passes_when_the_estimator_accepts_it():
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, C, _ = _shortest_path_data(900, random_state=4)
+    X = X.copy()
+    X[::7, 1] = np.nan
+    X_before = X.copy()
+    model = ConformalRobustOptimizer(
+        RandomForestRegressor(20, max_depth=4, random_state=0),
+        GRID,
+        levels=10,
+        random_state=0,
+    ).fit(X, C)
+    assert_array_equal(X, X_before)  # the input is left alone
+    paths = model.select(max_miscoverage=0.2).predict(X[:20])
+    assert np.isfinite(paths).all()
+    assert model.__sklearn_tags__().input_tags.allow_nan
+    # A model that refuses NaN: the error names X, before any fit.
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        ConformalRobustOptimizer(Ridge(), GRID, levels=10).fit(X, C)
+    # y must stay finite whatever the model accepts.
+    C_bad = C.copy()
+    C_bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        ConformalRobustOptimizer(
+            RandomForestRegressor(20, max_depth=4, random_state=0),
+            GRID,
+            levels=10,
+        ).fit(X, C_bad)

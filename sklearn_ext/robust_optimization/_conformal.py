@@ -11,7 +11,7 @@ from scipy.stats import binom
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.metrics import r2_score
 from sklearn.model_selection import check_cv, train_test_split
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_array, check_random_state, get_tags
 from sklearn.utils.validation import has_fit_parameter
 
 from sklearn_ext.robust_optimization._bounds import (
@@ -389,8 +389,22 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.random_state = random_state
 
+    def _x_finiteness(self):
+        """NaN in X passes when ``estimator`` (and a scale regressor) accept it.
+
+        ``y`` (the realised parameters) must always be finite: it enters the
+        scores, the regrets and the problem's solvers.
+        """
+        models = [self.estimator] + (
+            [] if isinstance(self.scale, str) else [self.scale]
+        )
+        if all(get_tags(m).input_tags.allow_nan for m in models):
+            return "allow-nan"
+        return True
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = self.problem is None
         return tags
@@ -484,7 +498,14 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         self : object
             Fitted estimator.
         """
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            multi_output=True,
+            y_numeric=True,
+            ensure_all_finite=self._x_finiteness(),
+        )
         Y = self._check_y(y)
         sample_weight = check_sample_weight(sample_weight, X, normalize=False)
         if self.levels is not None and not isinstance(self.levels, Integral):
@@ -704,7 +725,15 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
             The recalibrated estimator.
         """
         check_is_fitted(self)
-        X, y = validate_data(self, X, y, reset=False, multi_output=True, y_numeric=True)
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=False,
+            multi_output=True,
+            y_numeric=True,
+            ensure_all_finite=self._x_finiteness(),
+        )
         Y = self._check_y(y)
         self._check_calibration_size(X.shape[0])
         return self._calibrate(X, Y)
@@ -860,7 +889,7 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
 
     def _validated_center_scale(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validate_data(self, X, reset=False, ensure_all_finite=self._x_finiteness())
         return self._as_2d(self.estimator_.predict(X)), self._scale(X)
 
     def predict(self, X):
