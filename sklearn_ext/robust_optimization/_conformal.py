@@ -112,7 +112,7 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
       function of the score, non-increasing in the radius, so a single band
       covers every radius at once: each level's count of misses gets the
       Clopper-Pearson bound at one level ``delta'`` calibrated on the joint
-      law of uniform order statistics (about ``delta / 20`` at 500 samples,
+      law of uniform order statistics (about ``delta / 40`` at 500 samples,
       whatever the number of levels; see
       :func:`~sklearn_ext.robust_optimization._bounds.simultaneous_binomial_band`
       for the theorem, the floor at ``min(0.01, 10/n)`` and the value 1 above
