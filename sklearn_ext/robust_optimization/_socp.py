@@ -116,16 +116,16 @@ class PolytopeBarrier:
         return W, ok
 
     def _solve_chunk(self, C, S, tol):
-        N, G, h = self.N, self.G, self.h
+        N, G = self.N, self.G
         R, k = C.shape[0], N.shape[1]
         c = C @ N  # (R, k)
         a = S * self.w0  # (R, n)
         B = S[:, :, None] * N[None]  # (R, n, k)
         BtB = np.einsum("rnk,rnl->rkl", B, B)
-        aa = np.einsum("rn,rn->r", a, a)
         GG = (G[:, :, None] * G[:, None, :]).reshape(G.shape[0], k * k)
+        data = (c, a, B, BtB, GG)
         z = np.zeros((R, k))
-        t = np.sqrt(aa) + 1.0
+        t = np.sqrt(np.einsum("rn,rn->r", a, a)) + 1.0
         scale = np.abs(C @ self.w0) + t
         tau = np.ones(R)
         converged = np.ones(R, dtype=bool)
@@ -136,41 +136,19 @@ class PolytopeBarrier:
             for _ in range(_NEWTON_STEPS):
                 if not i.size:
                     break
-                zi, ti, BtBi, Bi = z[i], t[i], BtB[i], B[i]
-                r = h - zi @ G.T
-                # v = a + B z formed explicitly: ||v||^2 from its expansion
-                # cancels when v is small against a.
-                v = a[i] + np.einsum("rnk,rk->rn", Bi, zi)
-                Btv = np.einsum("rnk,rn->rk", Bi, v)
-                norm_v = np.sqrt(np.einsum("rn,rn->r", v, v))
-                q = (ti - norm_v) * (ti + norm_v)
-                inv_r = 1.0 / r
-                q2 = q * q
-                H = np.empty((i.size, k + 1, k + 1))
-                H[:, :k, :k] = (
-                    ((inv_r * inv_r) @ GG).reshape(-1, k, k)
-                    + 2 * BtBi / q[:, None, None]
-                    + 4 * Btv[:, :, None] * Btv[:, None, :] / q2[:, None, None]
-                )
-                H[:, :k, k] = H[:, k, :k] = -4 * ti[:, None] * Btv / q2[:, None]
-                H[:, k, k] = -2 / q + 4 * ti * ti / q2
-                g = np.empty((i.size, k + 1))
-                g[:, :k] = tau[i, None] * c[i] + inv_r @ G + 2 * Btv / q[:, None]
-                g[:, k] = tau[i] - 2 * ti / q
+                H, g, r, q, Btv = self._system(data, i, z[i], t[i], tau[i])
                 step = -np.linalg.solve(H, g[:, :, None])[..., 0]
                 decrement = -np.einsum("rk,rk->r", g, step)
-                d, dt = step[:, :k], step[:, k]
                 # Damped Newton on a self-concordant function: the step
                 # 1 / (1 + lambda) stays in the domain and decreases it; a full
                 # step once lambda < 1/4 (quadratic convergence). A guard keeps
                 # the slacks and the cone positive against round-off.
                 lam = np.sqrt(np.maximum(decrement, 0.0))
                 alpha = np.where(lam < 0.25, 1.0, 1.0 / (1.0 + lam))
-                alpha = np.minimum(
-                    alpha, 0.99 * self._max_step(r, q, ti, Btv, d, dt, BtBi)
-                )
-                z[i] = zi + alpha[:, None] * d
-                t[i] = ti + alpha * dt
+                limit = self._max_step(r, q, t[i], Btv, step, BtB[i])
+                alpha = np.minimum(alpha, 0.99 * limit)
+                z[i] += alpha[:, None] * step[:, :k]
+                t[i] += alpha * step[:, k]
                 keep = decrement > 1e-10
                 i, last = i[keep], decrement[keep]
             # Not centred within the Newton budget: a point far from the
@@ -188,8 +166,36 @@ class PolytopeBarrier:
         converged &= np.isfinite(z).all(1) & np.isfinite(t)
         return self.w0 + z @ N.T, converged
 
-    def _max_step(self, r, q, t, Btv, d, dt, BtB):
-        """Largest step along ``(d, dt)`` keeping every slack and the cone positive."""
+    def _system(self, data, i, z, t, tau):
+        """Newton system ``(H, g)`` of rows ``i``, with their slacks."""
+        c, a, B, BtB, GG = data
+        G, h = self.G, self.h
+        k = z.shape[1]
+        r = h - z @ G.T
+        # v = a + B z formed explicitly: ||v||^2 from its expansion cancels
+        # when v is small against a.
+        v = a[i] + np.einsum("rnk,rk->rn", B[i], z)
+        Btv = np.einsum("rnk,rn->rk", B[i], v)
+        norm_v = np.sqrt(np.einsum("rn,rn->r", v, v))
+        q = (t - norm_v) * (t + norm_v)
+        inv_r = 1.0 / r
+        q2 = q * q
+        H = np.empty((i.size, k + 1, k + 1))
+        H[:, :k, :k] = (
+            ((inv_r * inv_r) @ GG).reshape(-1, k, k)
+            + 2 * BtB[i] / q[:, None, None]
+            + 4 * Btv[:, :, None] * Btv[:, None, :] / q2[:, None, None]
+        )
+        H[:, :k, k] = H[:, k, :k] = -4 * t[:, None] * Btv / q2[:, None]
+        H[:, k, k] = -2 / q + 4 * t * t / q2
+        g = np.empty((i.size, k + 1))
+        g[:, :k] = tau[:, None] * c[i] + inv_r @ G + 2 * Btv / q[:, None]
+        g[:, k] = tau - 2 * t / q
+        return H, g, r, q, Btv
+
+    def _max_step(self, r, q, t, Btv, step, BtB):
+        """Largest step along ``(d, dt)`` keeping the slacks and the cone positive."""
+        d, dt = step[:, :-1], step[:, -1]
         Gd = d @ self.G.T
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             linear = np.where(Gd > 0, r / Gd, np.inf).min(1, initial=np.inf)
