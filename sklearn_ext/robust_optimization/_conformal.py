@@ -214,8 +214,7 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         varies little; it reads the calibration samples in an order drawn from
         ``random_state``. ``"hoeffding_bentkus"``: depends on the mean only.
 
-    bound : {"simultaneous", "fixed-sequence", "ltt-bonferroni"}, \
-            default="simultaneous"
+    bound : {"simultaneous", "fixed-sequence", "ltt-bonferroni"}, default="simultaneous"
         How the frontier is certified (see the guarantee above):
         ``"simultaneous"`` (one band on the miscoverage curve, Bonferroni on
         the regret), ``"fixed-sequence"`` (the same frontier, and
