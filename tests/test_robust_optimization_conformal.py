@@ -735,3 +735,48 @@ def test_nan_in_x_passes_when_the_estimator_accepts_it():
             GRID,
             levels=10,
         ).fit(X, C_bad)
+
+
+def _factor_returns(n, seed, d=8):
+    """Returns with a common shock: the residuals of any model are correlated."""
+    B = np.random.default_rng(0).normal(scale=0.3, size=(4, d))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    shock = rng.normal(size=(n, 1)) * np.linspace(0.5, 1.5, d)
+    idio = 0.2 * rng.normal(size=(n, d)) * np.linspace(0.2, 1.0, d)
+    return X, X @ B + 0.05 * np.arange(d) + shock + idio
+
+
+def test_mahalanobis_sets_follow_the_residuals_correlation():
+    X, C = _factor_returns(1500, 0)
+    X_test, C_test = _factor_returns(20000, 1)
+    fits = {}
+    for norm in ("l2", "mahalanobis"):
+        model = ConformalRobustOptimizer(
+            Ridge(),
+            PortfolioProblem(8),
+            norm=norm,
+            levels=20,
+            calibration_size=500,
+            random_state=0,
+        ).fit(X, C)
+        fits[norm] = model.select(max_miscoverage=0.1)
+    maha, l2 = fits["mahalanobis"], fits["l2"]
+    L = maha.shape_
+    assert_allclose(L, np.tril(L))
+    corr = L @ L.T
+    assert_allclose(np.diag(corr), 1.0)
+    assert corr[0, -1] > 0.6  # the planted common shock
+    assert l2.shape_ is None
+    # Certified coverage holds on fresh data ...
+    center = maha.estimator_.predict(X_test)
+    scores = maha._scores(C_test - center, maha._scale(X_test))
+    assert np.mean(scores > maha.radius_) <= 0.1 + 0.01
+    # ... with much smaller sets: log-volume of the ellipsoids, same scale.
+    d = C.shape[1]
+    log_vol_maha = d * np.log(maha.radius_) + np.log(np.diag(L)).sum()
+    log_vol_l2 = d * np.log(l2.radius_)
+    assert log_vol_maha < log_vol_l2 - 3.0
+    W = maha.predict(X_test[:50])
+    assert_allclose(W.sum(1), 1.0, atol=1e-8)
+    assert (W >= 0).all()

@@ -605,3 +605,91 @@ def test_make_shortest_path_follows_the_formula(degree, noise):
 def test_make_shortest_path_bad_arguments(kwargs):
     with pytest.raises(ValueError):
         make_shortest_path(**kwargs)
+
+
+# ------------------------------------------------- rotated ellipsoids (shape)
+
+
+def _problems_for_shapes():
+    return [
+        ShortestPathProblem((3, 3)),
+        PortfolioProblem(n_assets=5),
+        transportation(),
+        mixed_bounds(),
+    ]
+
+
+@pytest.mark.parametrize("problem", _problems_for_shapes(), ids=repr)
+def test_a_diagonal_shape_is_a_rescaled_axis_aligned_set(problem):
+    rng = np.random.default_rng(0)
+    d = problem.n_params
+    C = rng.normal(1.0, 1.0, size=(6, d))
+    H = rng.uniform(0.1, 1.0, size=(6, d))
+    D = np.diag(rng.uniform(0.5, 2.0, d))
+    # ||D^T (h * w)|| = ||(h * diag(D)) * w||: the same decisions.
+    shaped = problem.solve_robust(C, H, "l2", shape=D)
+    plain = problem.solve_robust(C, H * np.diag(D), "l2")
+    assert_value = problem.cost(C, shaped) - problem.cost(C, plain)
+    np.testing.assert_allclose(assert_value, 0.0, atol=1e-6)
+    np.testing.assert_allclose(
+        problem.solve_robust(C, H, "l2", shape=np.eye(d)),
+        problem.solve_robust(C, H, "l2"),
+        atol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("make", [transportation, mixed_bounds])
+def test_rotated_ellipsoid_lp_matches_cvxpy(make):
+    problem = make()
+    rng = np.random.default_rng(1)
+    d = problem.n_variables
+    M = np.tril(rng.normal(size=(d, d))) + 2 * np.eye(d)
+    C = rng.normal(1.0, 1.0, size=(8, d))
+    H = rng.uniform(0.1, 1.5, size=C.shape)
+    W = problem.solve_robust(C, H, "l2", shape=M)
+    ours = problem.cost(C, W) + np.linalg.norm((H * W) @ M, axis=1)
+    for c, h, value in zip(C, H, ours):
+        w = cp.Variable(d)
+        cons = []
+        if problem.A_ub is not None:
+            cons.append(problem.A_ub @ w <= problem.b_ub)
+        if problem.A_eq is not None:
+            cons.append(problem.A_eq @ w == problem.b_eq)
+        for j, (lo, hi) in enumerate(zip(problem.lower_, problem.upper_)):
+            if np.isfinite(lo):
+                cons.append(w[j] >= lo)
+            if np.isfinite(hi):
+                cons.append(w[j] <= hi)
+        objective = c @ w + cp.norm(M.T @ cp.multiply(h, w), 2)
+        ref = cp.Problem(cp.Minimize(objective), cons).solve(solver=cp.CLARABEL)
+        assert abs(value - ref) <= 1e-6 * max(1.0, abs(ref))
+
+
+def test_rotated_ellipsoid_portfolio_matches_cvxpy():
+    problem = PortfolioProblem(n_assets=6)
+    rng = np.random.default_rng(2)
+    M = np.linalg.cholesky(np.full((6, 6), 0.7) + 0.3 * np.eye(6))
+    mu = rng.normal(0.1, 0.05, size=(5, 6))
+    S = rng.uniform(0.05, 0.3, size=mu.shape)
+    W = problem.solve_robust(mu, S, "l2", shape=M)
+    np.testing.assert_allclose(W.sum(1), 1.0, atol=1e-9)
+    assert (W >= 0).all()
+    ours = -(mu * W).sum(1) + np.linalg.norm((S * W) @ M, axis=1)
+    for m_row, s_row, value in zip(mu, S, ours):
+        w = cp.Variable(6)
+        objective = -m_row @ w + cp.norm(M.T @ cp.multiply(s_row, w), 2)
+        ref = cp.Problem(cp.Minimize(objective), [w >= 0, cp.sum(w) == 1]).solve(
+            solver=cp.CLARABEL
+        )
+        assert abs(value - ref) <= 1e-6 * max(1.0, abs(ref))
+
+
+def test_shape_errors_name_the_problem():
+    problem = PortfolioProblem(n_assets=3)
+    C, H = np.ones((1, 3)), np.ones((1, 3))
+    with pytest.raises(ValueError, match="needs norm='l2'"):
+        problem.solve_robust(C, H, "linf", shape=np.eye(3))
+    with pytest.raises(ValueError, match=r"shape must be a \(3, 3\) matrix"):
+        problem.solve_robust(C, H, "l2", shape=np.eye(2))
+    with pytest.raises(ValueError, match="shape contains NaN"):
+        problem.solve_robust(C, H, "l2", shape=np.full((3, 3), np.nan))

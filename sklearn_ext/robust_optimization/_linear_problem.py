@@ -247,9 +247,9 @@ class LinearProblem(BaseProblem):
             C, self.A_ub, self.A_eq, self._box(), self.n_variables, "nominal"
         )
 
-    def _solve_robust(self, C_hat, half_widths, norm):
+    def _solve_robust(self, C_hat, half_widths, norm, shape=None):
         if norm == "l2":
-            return self._solve_l2(C_hat, half_widths)
+            return self._solve_l2(C_hat, half_widths, shape)
         if (self.lower_ >= 0).all():  # |w| = w
             return self._solve_rows(
                 C_hat + half_widths,
@@ -300,7 +300,7 @@ class LinearProblem(BaseProblem):
 
     # --- cvxpy -------------------------------------------------------------------
 
-    def _compile_l2(self):
+    def _compile_l2(self, shape=None):
         """The parametrised SOCP, compiled once per instance (DPP)."""
         try:
             import cvxpy as cp
@@ -323,7 +323,10 @@ class LinearProblem(BaseProblem):
             constraints.append(w[low] >= self.lower_[low])
         if high.any():
             constraints.append(w[high] <= self.upper_[high])
-        objective = cp.Minimize(centre @ w + cp.norm(cp.multiply(half, w), 2))
+        scaled = cp.multiply(half, w)
+        if shape is not None:
+            scaled = shape.T @ scaled
+        objective = cp.Minimize(centre @ w + cp.norm(scaled, 2))
         problem = cp.Problem(objective, constraints)
         return cp, problem, w, centre, half
 
@@ -332,21 +335,24 @@ class LinearProblem(BaseProblem):
             self.A_ub, self.b_ub, self.A_eq, self.b_eq, self.lower_, self.upper_
         )
 
-    def _solve_l2(self, C_hat, half_widths):
+    def _solve_l2(self, C_hat, half_widths, shape=None):
         barrier = self._cached("barrier", self._barrier)
         if barrier.interior:
-            W, ok = barrier.solve(C_hat, half_widths)
+            W, ok = barrier.solve(C_hat, half_widths, shape)
             W = W + 0.0
             if ok.all():
                 return W
             rows = np.flatnonzero(~ok)
         else:
             W, rows = np.empty(C_hat.shape), np.arange(C_hat.shape[0])
-        W[rows] = self._solve_l2_cvxpy(C_hat[rows], half_widths[rows], rows)
+        W[rows] = self._solve_l2_cvxpy(C_hat[rows], half_widths[rows], rows, shape)
         return W
 
-    def _solve_l2_cvxpy(self, C_hat, half_widths, rows):
-        cp, problem, w, centre, half = self._cached("l2", self._compile_l2)
+    def _solve_l2_cvxpy(self, C_hat, half_widths, rows, shape=None):
+        key = "l2" if shape is None else ("l2", shape.tobytes())
+        cp, problem, w, centre, half = self._cached(
+            key, lambda: self._compile_l2(shape)
+        )
         W = np.empty(C_hat.shape)
         for i, row in enumerate(rows):
             centre.value = C_hat[i]

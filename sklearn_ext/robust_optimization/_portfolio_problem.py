@@ -117,10 +117,34 @@ class PortfolioProblem(BaseProblem):
     def _solve(self, C):
         return self._all_in(C)
 
-    def _solve_robust(self, C_hat, half_widths, norm):
+    def _solve_robust(self, C_hat, half_widths, norm, shape=None):
         if norm == "linf":
             return self._all_in(C_hat - half_widths)
-        return self.budget * _simplex_l2_robust(C_hat, half_widths)
+        if shape is None:
+            return self.budget * _simplex_l2_robust(C_hat, half_widths)
+        # A rotated ellipsoid has no closed form: the batched barrier over the
+        # simplex, minimising -mu^T w + ||L^T (s * w)||.
+        barrier = self._cached("barrier", self._barrier)
+        W, ok = barrier.solve(-C_hat, half_widths, shape)
+        if not ok.all():
+            raise ValueError(
+                f"{self!r}: the rotated-ellipsoid robust portfolio of rows "
+                f"{np.flatnonzero(~ok)[:5].tolist()} did not converge."
+            )
+        return np.clip(W, 0.0, None) + 0.0
+
+    def _barrier(self):
+        from sklearn_ext.robust_optimization._socp import PolytopeBarrier
+
+        n = self.n_assets
+        return PolytopeBarrier(
+            None,
+            None,
+            np.ones((1, n)),
+            np.array([self.budget]),
+            np.zeros(n),
+            np.full(n, np.inf),
+        )
 
     def _cost_range(self, C):
         return -self.budget * C.max(axis=1), -self.budget * C.min(axis=1)

@@ -96,14 +96,18 @@ class BaseProblem(ABC):
         C = self._check_params(C, "C")
         return self._solve(C)
 
-    def solve_robust(self, C_hat, half_widths, norm):
+    def solve_robust(self, C_hat, half_widths, norm, shape=None):
         """Robust decisions: the best worst case over a box or an ellipsoid.
 
         The uncertainty set of row ``i`` is ``U_i = {C_hat[i] + half_widths[i] *
         u : ||u||_norm <= 1}`` (elementwise product; a zero half-width makes its
         coordinate certain). For a cost ``c^T w`` the worst case is
         ``C_hat[i]^T w + ||half_widths[i] * w||_q`` with ``q`` the dual norm:
-        ``l2`` for ``norm="l2"``, ``l1`` for ``norm="linf"``.
+        ``l2`` for ``norm="l2"``, ``l1`` for ``norm="linf"``. With ``shape`` (a
+        matrix ``L``, l2 only) the set is the rotated ellipsoid
+        ``{C_hat[i] + half_widths[i] * (L u) : ||u||_2 <= 1}`` and the worst
+        case ``C_hat[i]^T w + ||L^T (half_widths[i] * w)||_2`` (a Mahalanobis
+        set when ``L L^T`` is the residuals' correlation matrix).
 
         Parameters
         ----------
@@ -113,6 +117,9 @@ class BaseProblem(ABC):
             Non-negative half-widths of the sets along each coordinate.
         norm : {"l2", "linf"}
             Shape of the set: an axis-aligned ellipsoid or a box.
+        shape : array-like of shape (n_params, n_params), default=None
+            ``L``, shared by the rows (``norm="l2"`` only). None is the
+            identity.
 
         Returns
         -------
@@ -123,7 +130,21 @@ class BaseProblem(ABC):
         C_hat = self._check_params(C_hat, "C_hat")
         half_widths = self._check_half_widths(half_widths, C_hat)
         self._check_norm(norm)
-        return self._solve_robust(C_hat, half_widths, norm)
+        if shape is None:
+            return self._solve_robust(C_hat, half_widths, norm)
+        if norm != "l2":
+            raise ValueError(
+                f"shape (a rotated ellipsoid) needs norm='l2' for {self!r}; got "
+                f"norm={norm!r}."
+            )
+        shape = self._as_float_2d(shape, "shape")
+        if shape.shape != (self.n_params, self.n_params):
+            raise ValueError(
+                f"shape must be a ({self.n_params}, {self.n_params}) matrix for "
+                f"{self!r}; got shape {shape.shape}."
+            )
+        self._require_finite(shape, "shape")
+        return self._solve_robust(C_hat, half_widths, norm, shape)
 
     def cost(self, C, W):
         """Cost of each decision under the matching row of parameters.
@@ -173,8 +194,12 @@ class BaseProblem(ABC):
         """Nominal decisions for checked parameters."""
 
     @abstractmethod
-    def _solve_robust(self, C_hat, half_widths, norm):
-        """Robust decisions for checked centres, half-widths and norm."""
+    def _solve_robust(self, C_hat, half_widths, norm, shape=None):
+        """Robust decisions for checked centres, half-widths, norm and shape.
+
+        ``shape`` is passed only when given (so a subclass written without it
+        still serves axis-aligned sets).
+        """
 
     @abstractmethod
     def _cost_range(self, C):

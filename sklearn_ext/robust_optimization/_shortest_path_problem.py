@@ -183,7 +183,7 @@ class ShortestPathProblem(BaseProblem):
         )
         return path_edges, incidence
 
-    def _solve_l2(self, C_hat, H):
+    def _solve_l2(self, C_hat, H, shape=None):
         if self.n_paths > self.max_paths_l2:
             raise ValueError(
                 f"{self!r} has {self.n_paths} source-sink paths: the grid is too "
@@ -194,7 +194,13 @@ class ShortestPathProblem(BaseProblem):
         choice = np.empty(C_hat.shape[0], dtype=np.intp)
         for rows in _chunks(C_hat.shape[0], 24 * self.n_paths):
             linear = incidence @ C_hat[rows].T  # (n_paths, chunk)
-            risk = np.sqrt(incidence @ (H[rows] ** 2).T)
+            if shape is None:
+                risk = np.sqrt(incidence @ (H[rows] ** 2).T)
+            else:  # ||L^T (h * p)|| for each path p, row by row
+                risk = np.empty_like(linear)
+                for col, h in enumerate(H[rows]):
+                    rotated = incidence.multiply(h[None, :]) @ shape
+                    risk[:, col] = np.sqrt((np.asarray(rotated) ** 2).sum(1))
             choice[rows] = np.argmin(linear + risk, axis=0)  # first = lowest path
         W = np.zeros((C_hat.shape[0], self.n_params))
         np.put_along_axis(W, path_edges[choice], 1.0, axis=1)
@@ -205,10 +211,10 @@ class ShortestPathProblem(BaseProblem):
     def _solve(self, C):
         return self._dp(C)
 
-    def _solve_robust(self, C_hat, half_widths, norm):
+    def _solve_robust(self, C_hat, half_widths, norm, shape=None):
         if norm == "linf":
             return self._dp(C_hat + half_widths)
-        return self._solve_l2(C_hat, half_widths)
+        return self._solve_l2(C_hat, half_widths, shape)
 
     def _cost_range(self, C):
         best = self._cost(C, self._dp(C))

@@ -106,21 +106,28 @@ class PolytopeBarrier:
             return None
         return res.x[:n]
 
-    def solve(self, C, S, tol=1e-9):
-        """Decisions (n_rows, n) and a mask of the rows whose solve converged."""
+    def solve(self, C, S, shape=None, tol=1e-9):
+        """Decisions (n_rows, n) and a mask of the rows whose solve converged.
+
+        Row ``r`` minimises ``C[r]^T w + ||M^T (S[r] * w)||_2`` over the
+        polytope, ``M`` the ``shape`` matrix (the identity when None).
+        """
         W = np.empty(C.shape)
         ok = np.empty(C.shape[0], dtype=bool)
         for start in range(0, C.shape[0], _ROW_CHUNK):
             rows = slice(start, start + _ROW_CHUNK)
-            W[rows], ok[rows] = self._solve_chunk(C[rows], S[rows], tol)
+            W[rows], ok[rows] = self._solve_chunk(C[rows], S[rows], shape, tol)
         return W, ok
 
-    def _solve_chunk(self, C, S, tol):
+    def _solve_chunk(self, C, S, shape, tol):
         N, G = self.N, self.G
         R, k = C.shape[0], N.shape[1]
         c = C @ N  # (R, k)
         a = S * self.w0  # (R, n)
         B = S[:, :, None] * N[None]  # (R, n, k)
+        if shape is not None:  # v = M^T (s * w)
+            a = a @ shape
+            B = np.einsum("ji,rjk->rik", shape, B)
         BtB = np.einsum("rnk,rnl->rkl", B, B)
         GG = (G[:, :, None] * G[:, None, :]).reshape(G.shape[0], k * k)
         data = (c, a, B, BtB, GG)
