@@ -796,7 +796,11 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         ``bound="fixed-sequence"``, the levels that meet ``max_miscoverage``
         and ``max_regret`` are those certified by fixed-sequence testing for
         these targets (see the class's guarantee), not those whose frontier
-        bounds meet them.
+        bounds meet them; and when ``max_miscoverage`` alone picks the
+        smallest certified grid level, ``radius_`` is the smallest certified
+        radius itself (the training-conditional split-conformal radius), which
+        may lie below that level's radius: ``level_`` still indexes the
+        frontier.
 
         Parameters
         ----------
