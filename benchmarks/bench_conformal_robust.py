@@ -34,9 +34,10 @@ sets an SOCP over the path polytope -- its relaxation, for timing only).
 
 Part 4, the sharper frontier (``--frontier-only`` runs it alone): the three
 ``bound`` options over 500 calibration draws, on the shortest path (degree 2
-and 4) and on a 10-asset portfolio (l2 sets, Ridge, 1000 training samples).
-The losses of every level are computed once on a pool of 20,000 fresh
-samples; each draw takes ``n_cal`` (500, and 100) samples from the pool with
+and 4), a 10-asset portfolio and a 10-variable allocation LP solved by the
+batched barrier (l2 sets, Ridge, 1000 training samples). The losses of every
+level are computed once on a pool of 20,000 fresh samples (4,000 for the
+LP); each draw takes ``n_cal`` (500, and 100) samples from the pool with
 replacement, so the draws are i.i.d. from the pool's distribution and the
 true curves are the pool's means, exactly. Per option: the rate of draws with
 some bound below the truth, the mean gap of the bounds to the truth (paired
@@ -253,17 +254,42 @@ def _portfolio_data(n, seed, n_assets=10, n_features=5):
     return X, C
 
 
+def _allocation_lp(n_variables=10, n_constraints=6, n_features=5):
+    """An allocation LP (3 units over 10 activities, 6 resource rows) and its data.
+
+    Costs are linear in the context plus noise with a common component.
+    """
+    from sklearn_ext.robust_optimization import LinearProblem
+
+    rng = np.random.default_rng(0)
+    A_ub = rng.uniform(0, 1, (n_constraints, n_variables))
+    problem = LinearProblem(
+        A_ub=A_ub,
+        b_ub=0.5 * A_ub.sum(1),
+        A_eq=np.ones((1, n_variables)),
+        b_eq=[0.3 * n_variables],
+        bounds=(0, 1),
+    )
+    coef = rng.normal(size=(n_features, n_variables))
+
+    def make(n, seed):
+        r = np.random.default_rng(seed)
+        X = r.normal(size=(n, n_features))
+        noise = r.normal(size=(n, n_variables)) + 0.5 * r.normal(size=(n, 1))
+        return X, X @ coef + 2.0 + noise
+
+    return problem, make
+
+
 def _pyepo_regret(problem, C, W):
     """PyEPO's normalised regret: sum of regrets over the sum of |optimal cost|."""
     best = problem.cost(C, problem.solve(C))
     return float(np.sum(problem.cost(C, W) - best) / np.sum(np.abs(best)))
 
 
-def frontier_draws(name, problem, make, n_cal, n_draws, n_pool=20_000):
+def frontier_draws(name, problem, make, n_cal, n_draws, n_pool=20_000, n_fine=100):
     """The three bound options over calibration draws from a fixed pool."""
     from scipy.stats import binom
-
-    from sklearn_ext.robust_optimization._frontier import robust_regret
 
     X, C = make(1000 + n_cal, 0)
     model = ConformalRobustOptimizer(
@@ -274,17 +300,21 @@ def frontier_draws(name, problem, make, n_cal, n_draws, n_pool=20_000):
     scores = model._scores(Cp - center, scale)
     levels = model.levels_
     mis = scores[:, None] > levels[None, :]
-    reg = robust_regret(problem, levels, Cp, center, scale, model.norm)
-    true_mis, true_reg = mis.mean(0), reg.mean(0)
-    best = problem.cost(Cp, problem.solve(Cp))
+    best, worst = problem.cost_range(Cp)
     scale_pyepo = np.sum(np.abs(best))
+    reg = np.empty(mis.shape)
+    pyepo_levels = np.empty(levels.size)
+    for k, r in enumerate(levels):  # one robust solve per level serves both
+        W = problem.solve_robust(center, r * scale, model.norm)
+        reg[:, k] = normalised_regret(problem, Cp, W, (best, worst))
+        pyepo_levels[k] = np.sum(problem.cost(Cp, W) - best) / scale_pyepo
+    true_mis, true_reg = mis.mean(0), reg.mean(0)
 
     def pyepo_at(radius):
         W = problem.solve_robust(center, radius * scale, model.norm)
         return float(np.sum(problem.cost(Cp, W) - best) / scale_pyepo)
 
-    pyepo_levels = np.array([pyepo_at(r) for r in levels])
-    fine = np.unique(np.quantile(scores, np.linspace(0.5, 0.999, 100)))
+    fine = np.unique(np.quantile(scores, np.linspace(0.5, 0.999, n_fine)))
     pyepo_fine = np.array([pyepo_at(r) for r in fine])
     in_band = true_mis <= 0.5
     rng = np.random.default_rng(0)
@@ -400,12 +430,16 @@ def _write_frontier(quick):
         for deg in ((2,) if quick else (2, 4))
     ]
     problems.append(("portfolio, 10 assets", PortfolioProblem(10), _portfolio_data))
+    problems.append(("LP, 10 variables (batched barrier)", *_allocation_lp()))
     rows = []
     for name, problem, make in problems:
+        # The LP's robust decisions cost most: a smaller pool and fine grid.
+        lp = name.startswith("LP")
+        n_pool = 2000 if quick else (4000 if lp else 20_000)
         for n_cal in (500, 100):
             start = time.perf_counter()
             rows += frontier_draws(
-                name, problem, make, n_cal, n_draws, 5000 if quick else 20_000
+                name, problem, make, n_cal, n_draws, n_pool, 40 if lp else 100
             )
             print(
                 f"{name}, n_cal {n_cal}: {time.perf_counter() - start:.1f} s",
