@@ -362,7 +362,6 @@ def frontier_draws(name, problem, make, n_cal, n_draws, n_pool=20_000, n_fine=10
             )
     slack = DELTA + 3 * np.sqrt(DELTA * (1 - DELTA) / n_draws)
     base_gap = np.array(out["ltt-bonferroni"]["gap_band"])
-    base_pick = np.array(out["ltt-bonferroni"]["pick"])
     pac = np.array(balls["pac"])
     rows = []
     for b in options:
@@ -415,7 +414,6 @@ def frontier_draws(name, problem, make, n_cal, n_draws, n_pool=20_000, n_fine=10
                 "regret - PAC ball [95% CI]": "",
             }
         )
-    _ = base_pick
     return rows
 
 
@@ -575,22 +573,27 @@ def lp_speed(n_rows, n_cvxpy, n_variables=10, n_constraints=6):
     ]
 
 
+def _write_lp_speed(n_rows, n_cvxpy):
+    rows = lp_speed(n_rows, n_cvxpy)
+    write_results(
+        "conformal_robust_lp_speed",
+        rows,
+        list(rows[0]),
+        title="l2-robust LP decisions: batched barrier vs cvxpy one row at a time",
+        notes="Clarabel through a compiled parametrised cvxpy problem; its time is "
+        "extrapolated linearly from the rows timed.",
+    )
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--frontier-only", action="store_true", help="only part 4")
     parser.add_argument("--lp-speed-only", action="store_true", help="only LP speed")
     args = parser.parse_args()
+    n_ctx, n_cvx = (1000, 100) if args.quick else (10_000, 1000)
     if args.lp_speed_only:
-        rows = lp_speed(*((1000, 100) if args.quick else (10_000, 1000)))
-        write_results(
-            "conformal_robust_lp_speed",
-            rows,
-            list(rows[0]),
-            title="l2-robust LP decisions: batched barrier vs cvxpy one row at a time",
-            notes="Clarabel through a compiled parametrised cvxpy problem; its "
-            "time is extrapolated linearly from the rows timed.",
-        )
+        _write_lp_speed(n_ctx, n_cvx)
         return
     if args.frontier_only:
         _write_frontier(args.quick)
@@ -624,16 +627,7 @@ def main():
         "'regret / ours' divides by the mean regret of the level chosen from the "
         "frontier.",
     )
-    n_ctx, n_cvx = (1000, 100) if args.quick else (10_000, 1000)
-    rows = lp_speed(n_ctx, n_cvx)
-    write_results(
-        "conformal_robust_lp_speed",
-        rows,
-        list(rows[0]),
-        title="l2-robust LP decisions: batched barrier vs cvxpy one row at a time",
-        notes="Clarabel through a compiled parametrised cvxpy problem; its time is "
-        "extrapolated linearly from the rows timed.",
-    )
+    _write_lp_speed(n_ctx, n_cvx)
     rows = speed(n_ctx, n_cvx)
     write_results(
         "conformal_robust_speed",

@@ -306,8 +306,8 @@ def knapsack_free():
     )
 
 
-def lp_reference(problem, c, h, norm):
-    w = cp.Variable(problem.n_variables)
+def lp_constraints(problem, w):
+    """The feasible set of a LinearProblem as cvxpy constraints on ``w``."""
     cons = []
     if problem.A_ub is not None:
         cons.append(problem.A_ub @ w <= problem.b_ub)
@@ -318,6 +318,12 @@ def lp_reference(problem, c, h, norm):
             cons.append(w[j] >= lo)
         if np.isfinite(hi):
             cons.append(w[j] <= hi)
+    return cons
+
+
+def lp_reference(problem, c, h, norm):
+    w = cp.Variable(problem.n_variables)
+    cons = lp_constraints(problem, w)
     risk = 0 if norm is None else cp.norm(cp.multiply(h, w), 2 if norm == "l2" else 1)
     value = cp.Problem(cp.Minimize(c @ w + risk), cons).solve(solver=cp.CLARABEL)
     return value
@@ -650,18 +656,10 @@ def test_rotated_ellipsoid_lp_matches_cvxpy(make):
     ours = problem.cost(C, W) + np.linalg.norm((H * W) @ M, axis=1)
     for c, h, value in zip(C, H, ours):
         w = cp.Variable(d)
-        cons = []
-        if problem.A_ub is not None:
-            cons.append(problem.A_ub @ w <= problem.b_ub)
-        if problem.A_eq is not None:
-            cons.append(problem.A_eq @ w == problem.b_eq)
-        for j, (lo, hi) in enumerate(zip(problem.lower_, problem.upper_)):
-            if np.isfinite(lo):
-                cons.append(w[j] >= lo)
-            if np.isfinite(hi):
-                cons.append(w[j] <= hi)
         objective = c @ w + cp.norm(M.T @ cp.multiply(h, w), 2)
-        ref = cp.Problem(cp.Minimize(objective), cons).solve(solver=cp.CLARABEL)
+        ref = cp.Problem(cp.Minimize(objective), lp_constraints(problem, w)).solve(
+            solver=cp.CLARABEL
+        )
         assert abs(value - ref) <= 1e-6 * max(1.0, abs(ref))
 
 

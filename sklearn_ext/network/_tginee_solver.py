@@ -123,6 +123,10 @@ def moments(eta, link):
     return eta, np.ones_like(eta), np.ones_like(eta)
 
 
+# Entries per chunk of the low-rank Gram rows (memory stays bounded).
+_CHUNK_ENTRIES = 2**22
+
+
 @dataclass
 class MissingLayout:
     """Which layers each dyad misses, grouped for batched solves.
@@ -142,14 +146,11 @@ class MissingLayout:
         starts from ``R^{-1}``), else 0.0.
     mask : tensor of shape (n_dyads, n_layers)
         1.0 where observed.
-    complete : bool
-        Whether every entry is observed.
     """
 
     groups: list
     base: object
     mask: object
-    complete: bool
 
 
 def missing_layout(mask, device, dtype=None):
@@ -181,7 +182,6 @@ def missing_layout(mask, device, dtype=None):
         groups=groups,
         base=torch.as_tensor(from_missing, dtype=dtype, device=device),
         mask=torch.as_tensor(mask, dtype=dtype, device=device),
-        complete=bool(mask.all()),
     )
 
 
@@ -244,7 +244,6 @@ class MaskedInverse:
             chol = torch.linalg.cholesky(block)
             T = torch.linalg.solve_triangular(chol, right, upper=False)
             self.parts.append((sign, rows, T))
-        self.chunk_entries = 2**22
 
     def matvec(self, e):
         """``R_O^{-1} e_d`` for every dyad: (n_dyads, L) -> (n_dyads, L)."""
@@ -282,7 +281,7 @@ class MaskedInverse:
             return H
         for sign, rows, T in self.parts:
             c = T.shape[1]
-            step = max(1, self.chunk_entries // (c * L * q))
+            step = max(1, _CHUNK_ENTRIES // (c * L * q))
             for start in range(0, len(rows), step):
                 r = rows[start : start + step]
                 # Rows (T_dk * a_d) kron z_d, one per row k of T_d.

@@ -682,11 +682,11 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
             return np.sqrt(np.sum(ratio**2, axis=1))
         return np.max(np.abs(ratio), axis=1)
 
-    def _robust(self, center, half_widths):
-        """Robust decisions for sets of these half-widths (and ``shape_``)."""
+    def _set_shape(self):
+        """``(norm, shape)`` of the problem's robust solve for this ``norm``."""
         if self.norm == "mahalanobis":
-            return self.problem.solve_robust(center, half_widths, "l2", self.shape_)
-        return self.problem.solve_robust(center, half_widths, self.norm)
+            return "l2", self.shape_
+        return self.norm, None
 
     def _calibrate(self, X, Y):
         """Frontier on calibration data, then the default selection."""
@@ -696,7 +696,9 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
         radii = self.levels_
         miscovered = scores[:, None] > radii[None, :]
         if self.problem is not None:
-            regret = robust_regret(self.problem, self.levels_, Y, center, scale, self)
+            regret = robust_regret(
+                self.problem, self.levels_, Y, center, scale, *self._set_shape()
+            )
         else:
             regret = None
         return self._frontier_from(miscovered, regret, scores)
@@ -971,7 +973,9 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
                 UserWarning,
                 stacklevel=2,
             )
-        return self._robust(center, self.radius_ * scale)
+        return self.problem.solve_robust(
+            center, self.radius_ * scale, *self._set_shape()
+        )
 
     def predict_set(self, X, max_miscoverage=None):
         """The uncertainty sets at the selected level, or for a target miscoverage.

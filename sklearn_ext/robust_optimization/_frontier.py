@@ -28,23 +28,20 @@ def normalised_regret(problem, C, W, cost_range=None):
     return np.clip(regret, 0.0, 1.0)
 
 
-def robust_regret(problem, levels, Y, center, scale, norm):
+def robust_regret(problem, levels, Y, center, scale, norm, shape=None):
     """Normalised regret (n_samples, n_levels) of the robust decisions.
 
     The decision of level ``k`` for sample ``i`` hedges against the set of
-    radius ``levels[k]`` around ``center[i]`` with per-coordinate ``scale[i]``.
-    ``norm`` is a norm name, or the fitted estimator, whose ``_robust`` gives
-    the decisions (so that a Mahalanobis set keeps its ``shape_``).
+    radius ``levels[k]`` around ``center[i]`` with per-coordinate ``scale[i]``
+    (rotated by ``shape`` when given: ``problem.solve_robust``'s argument).
     """
     n, n_levels = Y.shape[0], levels.size
     best, worst = problem.cost_range(Y)
     # One batched call for all levels: rows are (level, sample) pairs.
     half_widths = (levels[:, None, None] * scale[None]).reshape(n * n_levels, -1)
-    centers = np.tile(center, (n_levels, 1))
-    if isinstance(norm, str):
-        decisions = problem.solve_robust(centers, half_widths, norm)
-    else:
-        decisions = norm._robust(centers, half_widths)
+    decisions = problem.solve_robust(
+        np.tile(center, (n_levels, 1)), half_widths, norm, shape
+    )
     regret = normalised_regret(
         problem,
         np.tile(Y, (n_levels, 1)),
