@@ -24,9 +24,11 @@ from sklearn_ext.utils._torch import (
     module_from_bytes,
     module_to_bytes,
     resolve_device,
+    restore_training_state,
     to_numpy,
     to_tensor,
     train_loop,
+    training_state_to_bytes,
 )
 from sklearn_ext.utils._validation import check_sample_weight
 from sklearn_ext.utils._views import check_views, observed_views
@@ -235,8 +237,8 @@ class TorchDeviceMixin:
     def __setstate__(self, state):
         stored = {
             attr: state.pop(attr)
-            for attr in list(state)
-            if isinstance(state[attr], ModuleState)
+            for attr in self._module_attributes
+            if isinstance(state.get(attr), ModuleState)
         }
         super().__setstate__(state)
         for attr, blob in stored.items():
@@ -253,7 +255,11 @@ class TorchMixin(TorchDeviceMixin):
       ``max_iter``, ``tol``, ``n_iter_no_change`` and ``warm_start``;
     - :meth:`_train`: the package's single minibatch loop, setting
       ``n_iter_``, ``loss_curve_`` and ``device_`` and continuing them under
-      ``warm_start``; a preliminary phase (e.g. pretraining) runs through the
+      ``warm_start``, together with the optimiser's state (momentum buffers,
+      Adam moments) and the shuffling generator, so that ``k`` warm-started
+      fits of one epoch train as one fit of ``k`` epochs; hyperparameters
+      changed in between (``learning_rate_init``, ``alpha``) act on the
+      continued optimiser; a preliminary phase (e.g. pretraining) runs through the
       same loop with its own ``max_iter`` and label;
     - :meth:`_sample_weight`: ``sample_weight`` checked and scaled to mean one,
       for :func:`~sklearn_ext.utils._torch.weighted_mean` in the batch loss.
@@ -364,6 +370,11 @@ class TorchMixin(TorchDeviceMixin):
         if optimizer is None:
             params = [p for m in modules.values() for p in m.parameters()]
             optimizer = adam(params, lr=self.learning_rate_init)
+        continued = warm and getattr(self, "_training_state", None) is not None
+        if continued:
+            restore_training_state(
+                optimizer, context.generator, self._training_state.data
+            )
         for module in modules.values():
             module.train()
         result = train_loop(
@@ -396,6 +407,13 @@ class TorchMixin(TorchDeviceMixin):
                     else []
                 ) + result.validation_curve
             self._record_device(context)
+            # Under warm_start the next fit continues the optimiser and the
+            # shuffling stream, so that k fits of one epoch train as one of k.
+            self._training_state = (
+                ModuleState(training_state_to_bytes(optimizer, context.generator))
+                if self.warm_start
+                else None
+            )
         else:
             setattr(self, f"{phase}_loss_curve_", result.loss_curve)
         return result

@@ -123,7 +123,7 @@ def test_perturb_follows_pbt_zoo_rule():
     ],
 )
 def test_malformed_param_distributions_fail_before_training(space, message):
-    search = IPBTSearchCV(_NeverTrain(), space, budget=40)
+    search = IPBTSearchCV(_NeverTrain(), space, budget=40, incremental="warm_start")
     with pytest.raises(ValueError, match=message):
         search.fit(np.zeros((20, 2)), np.arange(20) % 2)
 
@@ -138,23 +138,27 @@ def test_list_of_dicts_is_refused_by_parameter_validation():
 
 
 @pytest.mark.parametrize(
-    "estimator, mode, iter_param",
+    "estimator, mode, iter_param, final_step",
     [
-        (SGDClassifier(), "warm_start", "max_iter"),
-        (MLPClassifier(), "warm_start", "max_iter"),
+        (SGDClassifier(), "partial_fit", None, None),
+        (MLPClassifier(), "partial_fit", None, None),
+        (MLPClassifier(solver="lbfgs"), "warm_start", "max_iter", None),
+        (MLPClassifier(early_stopping=True), "warm_start", "max_iter", None),
         (
             make_pipeline(StandardScaler(), MLPClassifier()),
-            "warm_start",
-            "mlpclassifier__max_iter",
+            "partial_fit",
+            None,
+            "mlpclassifier",
         ),
-        (GaussianNB(), "partial_fit", None),
-        (ToyTorchRegressor(), "warm_start", "max_iter"),
+        (GaussianNB(), "partial_fit", None, None),
+        (ToyTorchRegressor(), "warm_start", "max_iter", None),
     ],
 )
-def test_protocol_is_detected(estimator, mode, iter_param):
+def test_protocol_is_detected(estimator, mode, iter_param, final_step):
     protocol = incremental_protocol(estimator)
     assert protocol.mode == mode and protocol.iter_param == iter_param
-    assert protocol.pass_classes == isinstance(estimator, GaussianNB)
+    assert protocol.final_step == final_step
+    assert protocol.pass_classes == (mode == "partial_fit")
 
 
 @pytest.mark.parametrize("estimator", [RandomForestClassifier(), LinearRegression()])
@@ -181,23 +185,165 @@ def test_budget_smaller_than_one_interval_fails_before_training(kwargs, message)
         search.fit(np.zeros((20, 2)), np.arange(20) % 2)
 
 
-def test_mlp_partial_fit_keeps_its_first_learning_rate_so_warm_start_is_used():
-    """The reason "auto" prefers warm_start: a new learning rate takes effect."""
+def _max_diff(a, b):
+    return max(np.abs(u - v).max() for u, v in zip(a, b))
+
+
+def test_mlp_driver_hands_a_new_learning_rate_to_the_live_optimiser():
+    """MLP's own partial_fit keeps its first learning rate; train() does not."""
     X, y = make_classification(200, 5, random_state=0)
     proto = incremental_protocol(MLPClassifier())
     frozen = MLPClassifier((8,), solver="sgd", momentum=0, random_state=0)
-    train(frozen, proto, 1, X, y)
+    train(frozen, proto, 1, X, y, classes=[0, 1])
     before = [c.copy() for c in frozen.coefs_]
     frozen.set_params(learning_rate_init=1e-12)
-    train(frozen, proto, 3, X, y)
-    assert max(np.abs(a - b).max() for a, b in zip(before, frozen.coefs_)) < 1e-8
+    train(frozen, proto, 3, X, y, classes=[0, 1])
+    assert _max_diff(before, frozen.coefs_) < 1e-8
+    assert frozen._optimizer.learning_rate == 1e-12
 
     partial = MLPClassifier((8,), solver="sgd", momentum=0, random_state=0)
     partial.partial_fit(X, y, classes=[0, 1])
     before = [c.copy() for c in partial.coefs_]
     partial.set_params(learning_rate_init=1e-12)
     partial.partial_fit(X, y)
-    assert max(np.abs(a - b).max() for a, b in zip(before, partial.coefs_)) > 1e-6
+    assert _max_diff(before, partial.coefs_) > 1e-6
+
+
+@pytest.mark.parametrize("solver", ["sgd", "adam"])
+def test_k_one_epoch_intervals_equal_one_k_epoch_fit_for_mlp(solver):
+    """The optimiser (momentum, Adam moments, step count) survives intervals."""
+    X, y = make_classification(300, 6, n_classes=3, n_informative=4, random_state=0)
+    kw = {
+        "hidden_layer_sizes": (16,),
+        "solver": solver,
+        "batch_size": 32,
+        "shuffle": False,
+        "momentum": 0.9,
+        "learning_rate_init": 0.02,
+        "tol": 0.0,
+        "n_iter_no_change": 10_000,
+        "random_state": 0,
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = MLPClassifier(max_iter=6, **kw).fit(X, y)
+    member = MLPClassifier(**kw)
+    proto = incremental_protocol(member)
+    for _ in range(6):
+        train(member, proto, 1, X, y, classes=np.unique(y))
+    assert _max_diff(one.coefs_, member.coefs_) == 0.0
+    np.testing.assert_array_equal(one.loss_curve_, member.loss_curve_)
+    # A warm-started fit per interval (the old driver) rebuilds the optimiser.
+    warm = MLPClassifier(max_iter=1, warm_start=True, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(6):
+            warm.fit(X, y)
+    assert _max_diff(one.coefs_, warm.coefs_) > 1e-3
+
+
+def test_shuffling_members_draw_a_new_order_every_epoch():
+    """An integer seed becomes one stream: epochs do not repeat the first order."""
+    X, y = make_classification(300, 6, random_state=0)
+    member = SGDClassifier(random_state=0)
+    proto = incremental_protocol(member)
+    train(member, proto, 1, X, y, classes=[0, 1])
+    assert isinstance(member.random_state, np.random.RandomState)
+    twin = copy.deepcopy(member)
+    train(member, proto, 1, X, y, classes=[0, 1])
+    train(twin, proto, 1, X, y, classes=[0, 1])
+    np.testing.assert_array_equal(member.coef_, twin.coef_)  # copies continue alike
+    # Re-seeding from the integer at every call (scikit-learn's partial_fit on
+    # its own) trains a different model.
+    reseeded = SGDClassifier(random_state=0)
+    for _ in range(2):
+        reseeded.partial_fit(X, y, classes=[0, 1])
+    assert np.abs(reseeded.coef_ - member.coef_).max() > 1e-6
+
+
+def test_k_one_epoch_warm_starts_equal_one_k_epoch_fit_for_torch():
+    """The shared backend keeps the Adam state and the shuffling generator."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(150, 4))
+    y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * rng.normal(size=150)
+    kw = {"hidden": 8, "batch_size": 16, "tol": 0.0, "n_iter_no_change": 10_000}
+    kw.update(device="cpu", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = ToyTorchRegressor(max_iter=5, **kw).fit(X, y)
+    member = ToyTorchRegressor(**kw)
+    proto = incremental_protocol(member)
+    for _ in range(5):
+        train(member, proto, 1, X, y)
+    for p, q in zip(one.module_.parameters(), member.module_.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert one.loss_curve_ == member.loss_curve_
+    # A learning rate changed between intervals acts on the continued state,
+    # and the state survives pickling.
+    import pickle
+
+    member.set_params(learning_rate_init=1e-12)
+    again = pickle.loads(pickle.dumps(member))
+    before = [p.detach().clone() for p in again.module_.parameters()]
+    train(again, proto, 2, X, y)
+    for b, p in zip(before, again.module_.parameters()):
+        assert (p.detach() - b).abs().max() < 1e-8
+    cold = ToyTorchRegressor(max_iter=2, **kw).fit(X, y)  # warm_start=False
+    assert cold._training_state is None
+
+
+def test_skorch_trains_one_epoch_per_partial_fit_and_keeps_its_optimiser():
+    skorch = pytest.importorskip("skorch")
+    import torch
+
+    X, y = make_classification(200, 8, random_state=0)
+    X = X.astype(np.float32)
+
+    def net(**kw):
+        torch.manual_seed(0)
+        return skorch.NeuralNetClassifier(
+            torch.nn.Sequential(
+                torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)
+            ),
+            criterion=torch.nn.CrossEntropyLoss,
+            optimizer=torch.optim.SGD,
+            optimizer__momentum=0.9,
+            lr=0.05,
+            batch_size=32,
+            iterator_train__shuffle=False,
+            train_split=None,
+            verbose=0,
+            **kw,
+        )
+
+    one = net(max_epochs=5).fit(X, y)
+    member = net()
+    proto = incremental_protocol(member)
+    assert proto.mode == "partial_fit" and proto.iter_param == "max_epochs"
+    for _ in range(5):
+        train(member, proto, 1, X, y)
+    assert len(member.history) == 5
+    for p, q in zip(one.module_.parameters(), member.module_.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-6)
+
+
+def test_pipeline_trains_its_last_step_by_partial_fit():
+    X, y = make_classification(300, 6, random_state=0)
+    X = 5 + 3 * X
+    kw = {"hidden_layer_sizes": (8,), "shuffle": False, "random_state": 0}
+    pipe = make_pipeline(StandardScaler(), MLPClassifier(**kw))
+    proto = incremental_protocol(pipe)
+    for _ in range(4):
+        train(pipe, proto, 1, X, y, classes=[0, 1])
+    scaler, mlp = pipe[0], pipe[-1]
+    ref = MLPClassifier(**kw)
+    for _ in range(4):
+        ref.partial_fit(scaler.transform(X), y, classes=[0, 1])
+    assert _max_diff(ref.coefs_, mlp.coefs_) == 0.0 and mlp.t_ == ref.t_
+    weights = np.linspace(0.5, 1.5, len(y))
+    train(pipe, proto, 1, X, y, [0, 1], {"mlpclassifier__sample_weight": weights})
+    with pytest.raises(ValueError, match="mlpclassifier__sample_weight"):
+        train(pipe, proto, 1, X, y, [0, 1], {"sample_weight": weights})
 
 
 def test_shrink_perturb_on_numpy_and_torch_weights():
@@ -506,7 +652,7 @@ def test_sample_weight_with_metadata_routing(digits):
         routed = _sgd_search(budget=8)
         # the fit and the (default, passthrough) scorer both take the weights,
         # as they do without routing
-        routed.estimator.set_fit_request(sample_weight=True)
+        routed.estimator.set_partial_fit_request(sample_weight=True)
         routed.estimator.set_score_request(sample_weight=True)
         routed.fit(X, y, sample_weight=weights)
         np.testing.assert_array_equal(routed.history_["score"], plain.history_["score"])

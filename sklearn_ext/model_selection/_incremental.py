@@ -1,14 +1,26 @@
 """Driving an estimator a few training steps at a time, and editing its weights.
 
 Population-based training needs three things from an estimator that scikit-learn
-does not name in one API: continue training for ``n`` more steps, copy its whole
-state, and reach its weights. Training continues through ``partial_fit`` or
-through ``warm_start`` with ``max_iter`` (or skorch's ``max_epochs``), also when
-the estimator sits inside a pipeline; copying is ``copy.deepcopy``; weights are
-the usual fitted arrays of scikit-learn's linear models and networks
-(``coef_``, ``intercept_``, ``coefs_``, ``intercepts_``) and the parameters of
-every fitted ``torch.nn.Module`` attribute (this package's torch estimators,
-skorch nets).
+does not name in one API: continue training for ``n`` more steps *exactly as one
+longer fit would*, copy its whole state, and reach its weights.
+
+Training continues through ``partial_fit`` where the estimator (or the last step
+of a pipeline) has it, and otherwise through ``warm_start`` with ``max_iter``
+(``max_epochs`` for skorch). Continuing means keeping the optimiser: scikit-learn's
+MLP keeps its optimiser (momentum, Adam moments, learning-rate schedule) across
+``partial_fit`` calls, and :func:`train` hands it the estimator's current
+hyperparameters before each call, since MLP reads ``learning_rate_init`` and
+``momentum`` only when it builds that optimiser; SGD models read ``eta0`` and
+``alpha`` at every call and carry their step count ``t_``; skorch keeps its
+optimiser across ``partial_fit`` and sets ``lr``/``optimizer__*`` on it in
+place; this package's torch estimators keep the optimiser state and the
+shuffling generator across warm-started fits (``TorchMixin._train``). An integer
+``random_state`` becomes one ``RandomState`` stream per member, because
+scikit-learn re-seeds from an integer at every ``partial_fit`` call (every epoch
+would see the first epoch's order). Copying is ``copy.deepcopy``; weights are the
+usual fitted arrays of scikit-learn's linear models and networks (``coef_``,
+``intercept_``, ``coefs_``, ``intercepts_``) and the parameters of every fitted
+``torch.nn.Module`` attribute (this package's torch estimators, skorch nets).
 """
 
 # Authors: The sklearn_ext developers
@@ -19,10 +31,15 @@ import inspect
 import sys
 import warnings
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
+from sklearn import get_config
 from sklearn.base import BaseEstimator, is_classifier
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.pipeline import Pipeline
+from sklearn.utils.metadata_routing import process_routing
+from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["IncrementalProtocol", "incremental_protocol", "shrink_perturb", "train"]
 
@@ -35,20 +52,27 @@ _TOTAL_ITERATIONS = ("HistGradientBoostingClassifier", "HistGradientBoostingRegr
 
 @dataclass(frozen=True)
 class IncrementalProtocol:
-    """How an estimator trains for ``n`` more steps."""
+    """How an estimator trains for ``n`` more steps.
 
-    mode: str  # "warm_start" or "partial_fit"
+    ``mode`` is "partial_fit" or "warm_start". ``iter_param`` is the iteration
+    parameter the search sets: the number of iterations of a warm-started
+    ``fit``, or, for ``partial_fit`` (skorch's ``max_epochs``), the epochs of one
+    call, set to 1. ``final_step`` names the pipeline step that trains by
+    ``partial_fit`` while the steps before it are fitted once, by the first call.
+    """
+
+    mode: str
     iter_param: str | None = None
     warm_param: str | None = None
     pass_classes: bool = False
+    final_step: str | None = None
 
     @property
     def reserved(self):
         """Parameters the search sets itself, with the reason."""
-        if self.mode != "warm_start":
-            return {}
         why = "the search sets it to train each member for its ready interval"
-        return {self.iter_param: why, self.warm_param: why}
+        names = [n for n in (self.iter_param, self.warm_param) if n is not None]
+        return dict.fromkeys(names, why)
 
 
 def _warm_start_pairs(estimator):
@@ -65,17 +89,56 @@ def _warm_start_pairs(estimator):
     return pairs
 
 
+def _partial_fit_protocol(estimator, prefix=""):
+    """The partial_fit protocol of ``estimator`` (a pipeline's last step when
+    ``prefix`` is its name plus ``__``)."""
+    accepts = inspect.signature(estimator.partial_fit).parameters
+    params = estimator.get_params(deep=False)
+    # skorch's partial_fit trains max_epochs epochs per call: one step is one.
+    iter_param = prefix + "max_epochs" if "max_epochs" in params else None
+    return IncrementalProtocol(
+        "partial_fit",
+        iter_param=iter_param,
+        pass_classes=is_classifier(estimator) and "classes" in accepts,
+        final_step=prefix[:-2] or None,
+    )
+
+
+def _partial_fit_target(estimator):
+    """``(estimator_with_partial_fit, prefix)`` or None.
+
+    The estimator itself, or the last step of a pipeline. An MLP with
+    ``early_stopping=True`` (which its ``partial_fit`` refuses) has none.
+    """
+    target, prefix = estimator, ""
+    if isinstance(estimator, Pipeline) and not hasattr(estimator, "partial_fit"):
+        name, target = estimator.steps[-1]
+        prefix = name + "__"
+    if not hasattr(target, "partial_fit") or target in ("passthrough", None):
+        return None
+    if target.get_params(deep=False).get("early_stopping") is True:
+        return None
+    return target, prefix
+
+
 def incremental_protocol(estimator, requested="auto"):
     """Choose how to train ``estimator`` incrementally, or say why it cannot be.
 
-    ``"auto"`` prefers ``warm_start`` with ``max_iter``/``max_epochs`` (each call
-    re-reads every hyperparameter, e.g. a new learning rate) and falls back to
-    ``partial_fit``.
+    ``"auto"`` prefers ``partial_fit`` (of the estimator, or of the last step of
+    a pipeline), which keeps the optimiser's state between calls, and falls back
+    to ``warm_start`` with ``max_iter``/``max_epochs``.
     """
-    pairs = _warm_start_pairs(estimator)
-    can_partial = hasattr(estimator, "partial_fit")
     name = type(estimator).__name__
-    if requested in ("auto", "warm_start") and len(pairs) == 1:
+    target = _partial_fit_target(estimator)
+    if requested in ("auto", "partial_fit") and target is not None:
+        return _partial_fit_protocol(*target)
+    if requested == "partial_fit":
+        raise ValueError(
+            f"incremental='partial_fit' needs an estimator (or a pipeline whose "
+            f"last step is one) with partial_fit; {name} has none usable."
+        )
+    pairs = _warm_start_pairs(estimator)
+    if len(pairs) == 1:
         it, warm = pairs[0]
         prefix = warm[: -len("warm_start")]
         owner = estimator.get_params()[prefix[:-2]] if prefix else estimator
@@ -86,7 +149,7 @@ def incremental_protocol(estimator, requested="auto"):
                 "so a warm-started fit would not train any further."
             )
         return IncrementalProtocol("warm_start", iter_param=it, warm_param=warm)
-    if requested in ("auto", "warm_start") and len(pairs) > 1:
+    if len(pairs) > 1:
         raise ValueError(
             f"{name} has several warm-startable parts ({[w for _, w in pairs]}); "
             "IPBTSearchCV trains exactly one. Wrap the others outside the search."
@@ -96,12 +159,6 @@ def incremental_protocol(estimator, requested="auto"):
             f"incremental='warm_start' needs an estimator with a warm_start "
             f"parameter and one of {list(_ITERATION_PARAMS)}; {name} has none."
         )
-    if can_partial:
-        accepts = inspect.signature(estimator.partial_fit).parameters
-        return IncrementalProtocol(
-            "partial_fit",
-            pass_classes=is_classifier(estimator) and "classes" in accepts,
-        )
     raise ValueError(
         f"{name} cannot train incrementally: population-based training continues "
         "each member's training, so the estimator needs partial_fit, or a "
@@ -109,11 +166,118 @@ def incremental_protocol(estimator, requested="auto"):
     )
 
 
+def _random_state_keys(estimator):
+    return [
+        k
+        for k in estimator.get_params(deep=True)
+        if k == "random_state" or k.endswith("__random_state")
+    ]
+
+
+def _one_stream(estimator):
+    """Give every integer ``random_state`` a persistent ``RandomState``.
+
+    scikit-learn re-creates its generator from an integer ``random_state`` at
+    every ``partial_fit`` call, so each epoch would shuffle in the first epoch's
+    order; one ``RandomState`` per member continues the stream instead.
+    """
+    params = estimator.get_params(deep=True)
+    streams = {
+        k: np.random.RandomState(int(params[k]))
+        for k in _random_state_keys(estimator)
+        if isinstance(params[k], Integral) and not isinstance(params[k], bool)
+    }
+    if streams:
+        estimator.set_params(**streams)
+
+
+def _sync_live_optimisers(estimator):
+    """Hand scikit-learn MLPs' running optimisers their current hyperparameters.
+
+    ``MLPClassifier``/``MLPRegressor`` build their optimiser at the first
+    ``partial_fit`` from ``learning_rate_init``, ``momentum``, ... and keep it;
+    later ``set_params`` calls would not reach it. The optimiser keeps its state
+    (velocities, Adam moments, step count, adaptive decays): a new
+    ``learning_rate_init`` rescales an adaptive rate and restarts an inverse
+    scaling one at the current step.
+    """
+    for obj in _holders(estimator):
+        opt = vars(obj).get("_optimizer")
+        if opt is None or not type(obj).__module__.startswith("sklearn.neural_network"):
+            continue
+        lr = float(obj.learning_rate_init)
+        if type(opt).__name__ == "SGDOptimizer":
+            schedule = obj.learning_rate
+            if schedule == "adaptive" and opt.lr_schedule == "adaptive":
+                opt.learning_rate *= lr / float(opt.learning_rate_init)
+            elif schedule == "invscaling":
+                opt.learning_rate = lr / (obj.t_ + 1) ** obj.power_t
+            else:
+                opt.learning_rate = lr
+            opt.lr_schedule = schedule
+            opt.learning_rate_init = lr
+            opt.momentum = obj.momentum
+            opt.nesterov = obj.nesterovs_momentum
+            opt.power_t = obj.power_t
+        elif type(opt).__name__ == "AdamOptimizer":
+            opt.learning_rate_init = lr
+            opt.beta_1, opt.beta_2 = obj.beta_1, obj.beta_2
+            opt.epsilon = obj.epsilon
+
+
+def _split_pipeline_params(pipeline, params, final_step):
+    """Metadata per step, as the pipeline's ``fit`` would route it.
+
+    With metadata routing enabled, by the steps' requests (the last step gets
+    what it requests for ``fit``); otherwise by ``step__param`` names.
+    """
+    if get_config()["enable_metadata_routing"]:
+        routed = process_routing(pipeline, "fit", **params)
+        out = {}
+        for name, _ in pipeline.steps[:-1]:
+            if name in routed:
+                out[name] = dict(routed[name].get("fit_transform", {}))
+        out[final_step] = dict(routed[final_step]["fit"])
+        return out
+    out = {}
+    for key, value in params.items():
+        step, sep, name = key.partition("__")
+        if not sep:
+            raise ValueError(
+                f"Pipeline fit parameters are named <step>__<parameter>; got "
+                f"{key!r}. Pass e.g. {final_step}__{key}."
+            )
+        out.setdefault(step, {})[name] = value
+    return out
+
+
+def _transform_head(pipeline, X, y, step_params):
+    """The pipeline's transformers applied to X, fitted by the first call."""
+    for name, step in pipeline.steps[:-1]:
+        if step is None or step == "passthrough":
+            continue
+        try:
+            check_is_fitted(step)
+        except NotFittedError:
+            X = step.fit_transform(X, y, **step_params.get(name, {}))
+        else:
+            X = step.transform(X)
+    return X
+
+
 def train(estimator, protocol, n_steps, X, y, classes=None, fit_params=None):
     """Train ``estimator`` in place for ``n_steps`` more steps; return it.
 
-    A step is one ``partial_fit`` call, or one iteration (epoch) of a warm-started
-    ``fit``. Convergence warnings are silenced: stopping early is the point.
+    A step is one ``partial_fit`` call (one epoch for networks and SGD models),
+    or one iteration (epoch) of a warm-started ``fit``. Before training, the
+    estimator's current hyperparameters reach a scikit-learn MLP's running
+    optimiser and an integer ``random_state`` becomes a persistent stream, so
+    that ``k`` calls of one step with fixed hyperparameters train as one call of
+    ``k`` steps (exactly for deterministic estimators, e.g. ``shuffle=False``;
+    with shuffling, each epoch draws a fresh permutation from the continued
+    stream). In a pipeline trained by its last step's ``partial_fit``, the
+    steps before it are fitted by the first call and only transform afterwards.
+    Convergence warnings are silenced: stopping early is the point.
     """
     fit_params = dict(fit_params or {})
     with warnings.catch_warnings():
@@ -123,11 +287,23 @@ def train(estimator, protocol, n_steps, X, y, classes=None, fit_params=None):
                 **{protocol.iter_param: int(n_steps), protocol.warm_param: True}
             )
             estimator.fit(X, y, **fit_params)
-        else:
-            if protocol.pass_classes:
-                fit_params["classes"] = classes
-            for _ in range(int(n_steps)):
-                estimator.partial_fit(X, y, **fit_params)
+            return estimator
+        _one_stream(estimator)
+        _sync_live_optimisers(estimator)
+        if protocol.iter_param is not None:
+            estimator.set_params(**{protocol.iter_param: 1})
+        learner = estimator
+        if protocol.final_step is not None:
+            step_params = _split_pipeline_params(
+                estimator, fit_params, protocol.final_step
+            )
+            X = _transform_head(estimator, X, y, step_params)
+            learner = estimator.named_steps[protocol.final_step]
+            fit_params = step_params.get(protocol.final_step, {})
+        if protocol.pass_classes:
+            fit_params["classes"] = classes
+        for _ in range(int(n_steps)):
+            learner.partial_fit(X, y, **fit_params)
     return estimator
 
 

@@ -481,10 +481,12 @@ class IPBTSearchCV(BaseSearchCV):
             encapsulating routing information.
         """
         try:
-            mode = incremental_protocol(self.estimator, self.incremental).mode
+            protocol = incremental_protocol(self.estimator, self.incremental)
         except ValueError:  # fit says why; routing falls back to fit
-            mode = "warm_start"
-        callee = "partial_fit" if mode == "partial_fit" else "fit"
+            protocol = None
+        # A pipeline trained by its last step's partial_fit routes as its fit.
+        partial = protocol is not None and protocol.mode == "partial_fit"
+        callee = "partial_fit" if partial and protocol.final_step is None else "fit"
         router = MetadataRouter(owner=self)
         router.add(
             estimator=self.estimator,
@@ -547,7 +549,8 @@ class IPBTSearchCV(BaseSearchCV):
         # Under routing, keyed by the member's method (get_metadata_routing maps
         # fit to partial_fit for partial_fit members); without, always "fit".
         routing = get_config()["enable_metadata_routing"]
-        method = "partial_fit" if routing and protocol.mode == "partial_fit" else "fit"
+        partial = protocol.mode == "partial_fit" and protocol.final_step is None
+        method = "partial_fit" if routing and partial else "fit"
         fit_params = dict(routed.estimator[method])
         splits = self._splits(X, y, routed.splitter.split, rng)
         folds = _split_folds(X, y, splits, fit_params, routed.scorer.score)

@@ -22,18 +22,22 @@ from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
 
-from sklearn_ext.model_selection._incremental import shrink_perturb, train
+from sklearn_ext.model_selection._incremental import (
+    _random_state_keys,
+    shrink_perturb,
+    train,
+)
 from sklearn_ext.utils._messages import progress, warn
 from sklearn_ext.utils._sklearn_compat import _safe_indexing
 from sklearn_ext.utils._torch import child_seeds
 
-__all__ = ["_Population", "_progress_stalled"]
+__all__ = ["_Population", "_progress_stalled", "propose_settings"]
 
 # Defaults from the authors' configuration (github.com/AwesomeLemon/IPBT,
 # config/algo/ipbt.yaml and pbt.yaml) unless noted.
 _SLOW_STEPS = 15  # "too slow": the z-scored best rose less than 1 in 15 steps
 _STALL_WINDOW = 2 * _SLOW_STEPS  # ready steps the detector looks at (ours)
-_BO_HISTORY = 128  # most recent observations the restart optimiser fits (ours)
+_BO_HISTORY = 128  # most recent starts the restart optimiser fits (ours)
 _BO_CANDIDATES = 512
 _BO_KAPPA = 2.0
 
@@ -104,6 +108,50 @@ def _progress_stalled(best_scores, slow_steps=_SLOW_STEPS, window=_STALL_WINDOW)
     if smooth[-1] - smooth[-2] <= 0:
         return True
     return len(z) > slow_steps and smooth[-1] - smooth[-1 - slow_steps] < 1.0
+
+
+def propose_settings(space, params, times, scores, now, k, rng):
+    """``k`` (setting, source) pairs from a time-varying GP (UCB, batch).
+
+    The Gaussian process models ``score`` over (setting in CDF coordinates,
+    time in fractions of the budget) with an anisotropic Matérn kernel, whose
+    time length scale lets old observations count less; proposals maximise the
+    upper confidence bound μ + 2σ at time ``now`` over 512 prior draws, in a
+    batch by the kriging believer. With fewer than two distinct scores there is
+    nothing to model and the settings are prior draws ("random").
+    """
+    if k == 0:
+        return []
+    y = np.asarray(scores, dtype=float)
+    if len(y) < 2 or np.ptp(y) == 0:
+        return [(space.sample(rng), "random") for _ in range(k)]
+    X = np.hstack([space.encode_many(params), np.asarray(times, float)[:, None]])
+    d = X.shape[1]
+    kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(
+        np.full(d, 0.5), (1e-2, 1e2), nu=2.5
+    ) + WhiteKernel(1e-2, (1e-6, 1.0))
+    candidates, Z = space.sample_many(_BO_CANDIDATES, rng)
+    Z = np.hstack([Z, np.full((len(Z), 1), float(now))])
+    chosen, free = [], np.ones(len(Z), dtype=bool)
+    with warnings.catch_warnings():
+        # The GP's own hyperparameter fit hitting a bound is not the user's
+        # concern: the proposals stay valid draws from the prior.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gp = GaussianProcessRegressor(
+            kernel, normalize_y=True, random_state=child_seeds(rng)
+        ).fit(X, y)
+        for _ in range(k):
+            mu, sd = gp.predict(Z, return_std=True)
+            ucb = np.where(free, mu + _BO_KAPPA * sd, -np.inf)
+            b = int(np.argmax(ucb))
+            chosen.append((candidates[b], "bo"))
+            free[b] = False
+            # Kriging believer: pretend the mean was observed, keep the kernel.
+            X, y = np.vstack([X, Z[b]]), np.append(y, mu[b])
+            gp = GaussianProcessRegressor(
+                gp.kernel_, optimizer=None, normalize_y=True
+            ).fit(X, y)
+    return chosen
 
 
 def _member_step(estimator, protocol, n_steps, fold, classes, scorer, err):
@@ -348,42 +396,34 @@ class _Population:
             origins.append(_origin(-1, "init", source, seed))
         return members, params, origins
 
+    def _restart_observations(self):
+        """Every start of every run so far, scored by its best descendant.
+
+        A start is a member's first row in a run (fresh or shrink-and-perturb
+        weights); its descendants are the rows whose lineage passes through it,
+        exploit copies included. Returns ``(params, start_times, scores)``: the
+        restart optimiser's data, as in the paper.
+        """
+        root, best = {}, {}
+        for idx, r in enumerate(self.rows):
+            if r["weights_from"] in ("init", "shrink_perturb"):
+                root[idx] = idx
+            else:
+                root[idx] = root[r["parent"]]
+            if np.isfinite(r["score"]):
+                start = root[idx]
+                best[start] = max(best.get(start, -np.inf), r["score"])
+        starts = sorted(best)[-_BO_HISTORY:]
+        params = [self.rows[i]["params"] for i in starts]
+        times = np.array([self.rows[i]["start"] / self.per_member for i in starts])
+        return params, times, np.array([best[i] for i in starts])
+
     def _propose(self, k, t):
-        """``k`` (setting, source) pairs from the time-varying GP (UCB, batch)."""
-        if k == 0:
-            return []
-        rows = [r for r in self.rows[-_BO_HISTORY:] if np.isfinite(r["score"])]
-        y = np.array([r["score"] for r in rows])
-        if len(rows) < 2 or np.ptp(y) == 0:  # nothing to model: prior draws
-            return [(self.space.sample(self.rng), "random") for _ in range(k)]
-        tau = np.array([[r["stop"] / self.per_member] for r in rows])
-        X = np.hstack([self.space.encode_many([r["params"] for r in rows]), tau])
-        d = X.shape[1]
-        kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(
-            np.full(d, 0.5), (1e-2, 1e2), nu=2.5
-        ) + WhiteKernel(1e-2, (1e-6, 1.0))
-        candidates, Z = self.space.sample_many(_BO_CANDIDATES, self.rng)
-        Z = np.hstack([Z, np.full((len(Z), 1), t / self.per_member)])
-        chosen, free = [], np.ones(len(Z), dtype=bool)
-        with warnings.catch_warnings():
-            # The GP's own hyperparameter fit hitting a bound is not the user's
-            # concern: the proposals stay valid draws from the prior.
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            gp = GaussianProcessRegressor(
-                kernel, normalize_y=True, random_state=child_seeds(self.rng)
-            ).fit(X, y)
-            for _ in range(k):
-                mu, sd = gp.predict(Z, return_std=True)
-                ucb = np.where(free, mu + _BO_KAPPA * sd, -np.inf)
-                b = int(np.argmax(ucb))
-                chosen.append((candidates[b], "bo"))
-                free[b] = False
-                # Kriging believer: pretend the mean was observed, keep the kernel.
-                X, y = np.vstack([X, Z[b]]), np.append(y, mu[b])
-                gp = GaussianProcessRegressor(
-                    gp.kernel_, optimizer=None, normalize_y=True
-                ).fit(X, y)
-        return chosen
+        """``k`` (setting, source) pairs from the time-varying GP over starts."""
+        params, times, scores = self._restart_observations()
+        return propose_settings(
+            self.space, params, times, scores, t / self.per_member, k, self.rng
+        )
 
     # --- results ----------------------------------------------------------------------
 
@@ -430,6 +470,7 @@ class _Population:
             r = self.rows[idx]
             if r["weights_from"] == "init":
                 est = self._fresh_estimator(r["seed"])
+                seeds = {k: est.get_params()[k] for k in _random_state_keys(est)}
             elif r["weights_from"] == "shrink_perturb":
                 shrink_perturb(est, s.shrink, s.perturb, r["seed"])
             est.set_params(**r["params"])
@@ -442,12 +483,11 @@ class _Population:
                 self.classes,
                 fit_params,
             )
-        if self.protocol.mode == "warm_start":
-            # Give back the user's iteration count and warm_start (fitted state
-            # is untouched), so that the refit model reads like the estimator.
-            original = s.estimator.get_params(deep=True)
-            names = (self.protocol.iter_param, self.protocol.warm_param)
-            est.set_params(**{k: original[k] for k in names})
+        # Give back the user's iteration count and warm_start, and the integer
+        # seeds that training turned into streams (fitted state is untouched),
+        # so that the refit model reads like the estimator.
+        original = s.estimator.get_params(deep=True)
+        est.set_params(**{k: original[k] for k in self.protocol.reserved}, **seeds)
         return est
 
     def history(self):

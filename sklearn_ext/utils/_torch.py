@@ -41,9 +41,11 @@ __all__ = [
     "module_from_bytes",
     "module_to_bytes",
     "resolve_device",
+    "restore_training_state",
     "to_numpy",
     "to_tensor",
     "train_loop",
+    "training_state_to_bytes",
     "weighted_mean",
 ]
 
@@ -724,6 +726,60 @@ def module_from_bytes(module, data):
     state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     module.load_state_dict(state)
     return module.eval()
+
+
+def training_state_to_bytes(optimizer, generator):
+    """Serialise an optimiser's state and a generator's state, on the CPU.
+
+    What a warm-started fit needs to continue exactly where the last one
+    stopped: the optimiser's running statistics (momentum buffers, Adam moments
+    and step counts) and the shuffling generator's position. Stored by
+    ``TorchMixin._train`` under ``warm_start`` as a :class:`ModuleState`, read
+    back by :func:`restore_training_state` with ``weights_only=True``.
+    """
+    torch = import_torch()
+
+    def to_cpu(value):
+        if torch.is_tensor(value):
+            return value.detach().cpu().clone()
+        if isinstance(value, dict):
+            return {k: to_cpu(v) for k, v in value.items()}
+        return value
+
+    state = {
+        "optimizer": to_cpu(optimizer.state_dict()),
+        "generator": generator.get_state(),
+    }
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def restore_training_state(optimizer, generator, data):
+    """Continue ``optimizer`` and ``generator`` from :func:`training_state_to_bytes`.
+
+    The optimiser's running statistics come back; its hyperparameters (``lr``,
+    ``weight_decay``, betas, ... of every parameter group) stay those it was
+    built with, i.e. the estimator's current ones, so that a hyperparameter
+    changed between two warm-started fits acts on the continued state.
+    """
+    torch = import_torch()
+    state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    current = [
+        {k: v for k, v in group.items() if k != "params"}
+        for group in optimizer.param_groups
+    ]
+    try:
+        optimizer.load_state_dict(state["optimizer"])
+    except ValueError as exc:
+        raise ValueError(
+            "warm_start=True cannot continue the optimiser of the previous fit: "
+            f"its parameter groups changed ({exc}). Set warm_start=False to fit "
+            "anew."
+        ) from None
+    for group, hyper in zip(optimizer.param_groups, current):
+        group.update(hyper)
+    generator.set_state(state["generator"])
 
 
 def conjugate_gradient(matvec, rhs, *, max_iter, rtol=1e-10):
