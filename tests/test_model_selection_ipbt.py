@@ -15,7 +15,6 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils._param_validation import InvalidParameterError
 from toy_estimators import ToyTorchRegressor
 
 from sklearn_ext.model_selection import IPBTSearchCV
@@ -24,7 +23,10 @@ from sklearn_ext.model_selection._incremental import (
     shrink_perturb,
     train,
 )
-from sklearn_ext.model_selection._population import _progress_stalled
+from sklearn_ext.model_selection._population import (
+    _progress_stalled,
+    propose_settings,
+)
 from sklearn_ext.model_selection._search_space import SearchSpace
 from sklearn_ext.model_selection._toy import _PBTToyProblem
 
@@ -128,13 +130,96 @@ def test_malformed_param_distributions_fail_before_training(space, message):
         search.fit(np.zeros((20, 2)), np.arange(20) % 2)
 
 
-def test_list_of_dicts_is_refused_by_parameter_validation():
-    search = IPBTSearchCV(SGDClassifier(), [{"alpha": [1e-4]}])
-    with pytest.raises(InvalidParameterError, match="param_distributions"):
-        search.fit(np.zeros((20, 2)), np.arange(20) % 2)
+def test_list_of_dicts_is_a_union_of_subspaces(digits):
+    X, y = digits
+    space = [
+        {"loss": ["hinge"], "alpha": loguniform(1e-6, 1e-2)},
+        {
+            "loss": ["log_loss"],
+            "learning_rate": ["constant"],
+            "eta0": loguniform(1e-3, 1.0),
+            "alpha": loguniform(1e-6, 1e-2),
+        },
+    ]
+    search = IPBTSearchCV(
+        SGDClassifier(random_state=0),
+        space,
+        population_size=6,
+        budget=6 * 12,
+        ready_interval=2,
+        restarts=False,
+        random_state=0,
+    ).fit(X, y)
+    params = search.cv_results_["params"]
+    losses = {p["loss"] for p in params}
+    assert losses == {"hinge", "log_loss"}  # both sub-spaces are drawn
+    for p in params:  # explore stays inside a setting's own sub-space
+        assert set(p) == ({"loss", "alpha"} if p["loss"] == "hinge" else set(space[1]))
+    eta0 = search.cv_results_["param_eta0"]
+    assert eta0.mask.tolist() == [p["loss"] == "hinge" for p in params]
+    encoded = SearchSpace(space, SGDClassifier()).encode_many(list(params))
+    assert encoded.shape == (len(params), 5) and np.all((encoded >= 0) & (encoded <= 1))
+    with pytest.raises(ValueError, match="empty list"):
+        IPBTSearchCV(SGDClassifier(), [], budget=8).fit(X, y)
 
 
-# --- driving estimators ---------------------------------------------------------------
+def test_cv_results_have_scikit_learn_keys_and_the_schedules(digits):
+    X, y = digits
+    search = _sgd_search(cv=2).fit(X, y)
+    res = search.cv_results_
+    n = len(res["params"])
+    for key in (
+        "mean_fit_time",
+        "std_fit_time",
+        "mean_score_time",
+        "std_score_time",
+        "split0_test_score",
+        "split1_test_score",
+        "mean_test_score",
+        "std_test_score",
+        "rank_test_score",
+        "param_eta0",
+        "param_alpha",
+        "run",
+        "ready_step",
+        "member",
+        "start",
+        "stop",
+        "parent",
+        "weights_from",
+        "params_from",
+    ):
+        assert len(res[key]) == n, key
+    halves = (res["split0_test_score"] + res["split1_test_score"]) / 2
+    np.testing.assert_allclose(res["mean_test_score"], halves)
+    assert res["rank_test_score"][search.best_index_] == 1
+    assert res["params"][search.best_index_] == search.best_params_
+    assert res["mean_test_score"][search.best_index_] == search.best_score_
+    assert search.multimetric_ is False and callable(search.scorer_)
+    pd = pytest.importorskip("pandas")
+    assert len(pd.DataFrame(res)) == n
+
+
+def test_multi_metric_scoring_ranks_by_the_refit_metric(digits):
+    X, y = digits
+    search = _sgd_search(
+        scoring={"acc": "accuracy", "bal": "balanced_accuracy"}, refit="bal"
+    ).fit(X, y)
+    res = search.cv_results_
+    assert search.multimetric_ and set(search.scorer_) == {"acc", "bal"}
+    for metric in ("acc", "bal"):
+        assert f"mean_test_{metric}" in res and f"rank_test_{metric}" in res
+    assert search.best_score_ == res["mean_test_bal"].max()
+    assert res["rank_test_bal"][search.best_index_] == 1
+    np.testing.assert_array_equal(search.history_["score"], res["mean_test_bal"])
+    assert search.score(X, y) == pytest.approx(
+        search.scorer_["bal"](search.best_estimator_, X, y)
+    )
+    for refit in (True, False, "f1"):
+        with pytest.raises(ValueError, match="refit must name the scorer"):
+            _sgd_search(scoring=["accuracy", "balanced_accuracy"], refit=refit).fit(
+                X, y
+            )
 
 
 @pytest.mark.parametrize(
@@ -379,6 +464,36 @@ def test_detector_fires_on_plateaus_not_on_steady_gains():
     fired = [_progress_stalled(plateau[:k]) for k in range(2, 61)]
     assert np.mean(fired[20:]) > 0.8
     assert _progress_stalled(np.full(10, 0.3))  # flat: no gain at all
+
+
+def test_restart_proposals_beat_random_on_a_drifting_objective():
+    """The time-varying GP tracks an optimum that moves over training."""
+    space = SearchSpace(
+        {"alpha": uniform(0, 1), "l1_ratio": uniform(0, 1)}, SGDClassifier()
+    )
+
+    def objective(p, t):  # the best alpha drifts from 0.1 to 0.58 by t = 0.6
+        return -((p["alpha"] - 0.1 - 0.8 * t) ** 2) - 0.3 * (p["l1_ratio"] - 0.5) ** 2
+
+    gp, blind, prior = [], [], []
+    for seed in range(10):
+        rng = np.random.RandomState(seed)
+        params, times, scores = [], [], []
+        for t in (0.0, 0.3, 0.6):  # the starts of three runs, 8 members each
+            for _ in range(8):
+                p = space.sample(rng)
+                params += [p]
+                times += [t]
+                scores += [objective(p, t) + rng.normal(0, 0.01)]
+        proposed = propose_settings(space, params, times, scores, 0.6, 4, rng)
+        assert {source for _, source in proposed} == {"bo"}
+        gp.append(np.mean([objective(p, 0.6) for p, _ in proposed]))
+        timeless = propose_settings(space, params, [0.0] * 24, scores, 0.0, 4, rng)
+        blind.append(np.mean([objective(p, 0.6) for p, _ in timeless]))
+        prior.append(np.mean([objective(space.sample(rng), 0.6) for _ in range(4)]))
+    gp, blind, prior = map(np.array, (gp, blind, prior))
+    assert (gp > prior).sum() >= 8 and gp.mean() > prior.mean() + 0.03
+    assert (gp > blind).sum() >= 8  # forgetting old runs is what helps
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -16,6 +16,7 @@ from sklearn import get_config
 from sklearn.base import is_classifier, is_regressor
 from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.metrics._scorer import _check_multimetric_scoring, _MultimetricScorer
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
 from sklearn.utils import check_random_state, indexable
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
@@ -328,7 +329,7 @@ class IPBTSearchCV(BaseSearchCV):
 
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"]), HasMethods(["partial_fit"])],
-        "param_distributions": [dict],
+        "param_distributions": [dict, list],
         "population_size": [Interval(Integral, 2, None, closed="left")],
         "budget": [Interval(Integral, 1, None, closed="left"), None],
         "ready_interval": [
@@ -346,9 +347,16 @@ class IPBTSearchCV(BaseSearchCV):
         "random_hp_fraction": [Interval(Real, 0, 1, closed="both")],
         "random_weight_fraction": [Interval(Real, 0, 1, closed="both")],
         "incremental": [StrOptions({"auto", "warm_start", "partial_fit"})],
-        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "scoring": [
+            StrOptions(set(get_scorer_names())),
+            callable,
+            list,
+            tuple,
+            dict,
+            None,
+        ],
         "cv": ["cv_object", Interval(RealNotInt, 0, 1, closed="neither")],
-        "refit": ["boolean"],
+        "refit": ["boolean", str],
         "error_score": [StrOptions({"raise"}), Real],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -492,8 +500,12 @@ class IPBTSearchCV(BaseSearchCV):
             estimator=self.estimator,
             method_mapping=MethodMapping().add(caller="fit", callee=callee),
         )
+        try:
+            scorer = self._scorers()[0]
+        except ValueError:  # fit says why
+            scorer = check_scoring(self.estimator, scoring=None)
         router.add(
-            scorer=check_scoring(self.estimator, scoring=self.scoring),
+            scorer=scorer,
             method_mapping=MethodMapping()
             .add(caller="score", callee="score")
             .add(caller="fit", callee="score"),
@@ -533,7 +545,7 @@ class IPBTSearchCV(BaseSearchCV):
         space = SearchSpace(self.param_distributions, self.estimator, protocol.reserved)
         per_member, interval = self._plan()
         X, y, _ = self._check_data(X, y)
-        scorer = check_scoring(self.estimator, scoring=self.scoring)
+        scorer, metrics = self._scorers()
         rng = check_random_state(self.random_state)
         params = dict(params)
         classes = None
@@ -555,7 +567,7 @@ class IPBTSearchCV(BaseSearchCV):
         splits = self._splits(X, y, routed.splitter.split, rng)
         folds = _split_folds(X, y, splits, fit_params, routed.scorer.score)
 
-        run = _Population(self, protocol, space, scorer, folds, classes, rng)
+        run = _Population(self, protocol, space, scorer, folds, classes, rng, metrics)
         run.search(per_member, interval)
         self._store_results(run, len(splits))
         if self.refit:
@@ -566,13 +578,40 @@ class IPBTSearchCV(BaseSearchCV):
                 self.feature_names_in_ = self.best_estimator_.feature_names_in_
         return self
 
+    def _multimetric(self, scoring=None):
+        scoring = self.scoring if scoring is None else scoring
+        return isinstance(scoring, (list, tuple, dict))
+
+    def _scorers(self):
+        """``(scorer, metric names)``; the first name ranks the population.
+
+        One scorer is named "score". Several (a list, tuple or dict, as in
+        scikit-learn's searches) are scored together; ``refit`` must name the
+        one that ranks the members, since exploit needs a ranking even when
+        nothing is refitted.
+        """
+        if not self._multimetric():
+            return check_scoring(self.estimator, scoring=self.scoring), ["score"]
+        scorers = _check_multimetric_scoring(self.estimator, self.scoring)
+        if not isinstance(self.refit, str) or self.refit not in scorers:
+            raise ValueError(
+                "For multi-metric scoring, refit must name the scorer that ranks "
+                f"the population, one of {sorted(scorers)}; got {self.refit!r}. "
+                "(Population-based training ranks its members at every ready "
+                "step, so refit=False does not apply here.)"
+            )
+        metrics = [self.refit] + [m for m in scorers if m != self.refit]
+        return _MultimetricScorer(scorers=scorers, raise_exc=True), metrics
+
     @property
     def scorer_(self):
-        """The scorer used: ``check_scoring(estimator, scoring)``."""
+        """The scorer used, or a dict of them for multi-metric scoring."""
         if not hasattr(self, "_fitted_scoring"):
             raise AttributeError(
                 f"{type(self).__name__} has no scorer_ before fit is called."
             )
+        if self._multimetric(self._fitted_scoring):
+            return _check_multimetric_scoring(self.estimator, self._fitted_scoring)
         return check_scoring(self.estimator, scoring=self._fitted_scoring)
 
     def _store_results(self, run, n_splits):
@@ -582,6 +621,8 @@ class IPBTSearchCV(BaseSearchCV):
                 "search could not rank them, and best_* describe the first one.",
                 UserWarning,
             )
+        self.multimetric_ = self._multimetric()
+        self.cv_results_ = run.cv_results(self.multimetric_)
         self.history_ = run.history()
         self.best_index_ = run.best_row
         best = run.rows[run.best_row]
@@ -592,7 +633,6 @@ class IPBTSearchCV(BaseSearchCV):
         self.ready_intervals_ = list(run.intervals)
         self.n_steps_ = int(sum(r["stop"] - r["start"] for r in run.rows))
         self.n_splits_ = n_splits
-        self.multimetric_ = False
         self._fitted_scoring = self.scoring  # scorer_ is rebuilt from it
 
     def _refit(self, run, X, y, fit_params):

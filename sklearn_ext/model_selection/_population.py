@@ -154,10 +154,11 @@ def propose_settings(space, params, times, scores, now, k, rng):
     return chosen
 
 
-def _member_step(estimator, protocol, n_steps, fold, classes, scorer, err):
+def _member_step(estimator, protocol, n_steps, fold, classes, scorer, err, metrics):
     """Train one member on one split for ``n_steps`` and score it on validation.
 
-    ``fold`` is ``(X_train, y_train, fit_params, X_val, y_val, score_params)``.
+    ``fold`` is ``(X_train, y_train, fit_params, X_val, y_val, score_params)``;
+    ``scorer`` returns a number, or a dict of numbers for several ``metrics``.
     """
     X_train, y_train, fit_params, X_val, y_val, score_params = fold
     start = time.perf_counter()
@@ -165,13 +166,17 @@ def _member_step(estimator, protocol, n_steps, fold, classes, scorer, err):
     try:
         train(estimator, protocol, n_steps, X_train, y_train, classes, fit_params)
         fit_time = time.perf_counter() - start
-        score = float(scorer(estimator, X_val, y_val, **score_params))
+        raw = scorer(estimator, X_val, y_val, **score_params)
+        if isinstance(raw, dict):
+            scores = {m: float(raw[m]) for m in metrics}
+        else:
+            scores = {metrics[0]: float(raw)}
     except Exception as exc:
         if err == "raise":
             raise
         fit_time = time.perf_counter() - start
-        score, failure = float(err), exc
-    return estimator, score, fit_time, time.perf_counter() - start - fit_time, failure
+        scores, failure = dict.fromkeys(metrics, float(err)), exc
+    return estimator, scores, fit_time, time.perf_counter() - start - fit_time, failure
 
 
 def _origin(parent, weights_from, params_from, seed=-1):
@@ -198,20 +203,29 @@ class _Population:
     space : SearchSpace
         The hyperparameter space.
     scorer : callable
-        ``scorer(estimator, X, y, **score_params)``, greater is better.
+        ``scorer(estimator, X, y, **score_params)``, greater is better: a
+        number, or a dict with a number per name of ``metrics``.
     folds : list of tuple
         ``(X_train, y_train, fit_params, X_val, y_val, score_params)`` per split.
     classes : array-like or None
         Passed to every ``partial_fit`` call when the protocol needs it.
     rng : RandomState
         Every random choice and every derived seed comes from it.
+    metrics : list of str, default=None
+        Names of the scores, the one that ranks the population first; None is
+        one score named "score".
     """
 
-    def __init__(self, search, protocol, space, scorer, folds, classes, rng):
+    def __init__(
+        self, search, protocol, space, scorer, folds, classes, rng, metrics=None
+    ):
         self.owner = search
         self.protocol = protocol
         self.space = space
         self.scorer = scorer
+        # Names of the scores; the first ranks the population.
+        self.metrics = list(metrics or ["score"])
+        self.rank_metric = self.metrics[0]
         self.folds = folds
         self.classes = classes
         self.rng = rng
@@ -249,6 +263,7 @@ class _Population:
                         self.classes,
                         self.scorer,
                         s.error_score,
+                        self.metrics,
                     )
                 )
         out = parallel(jobs)
@@ -274,8 +289,8 @@ class _Population:
     def _record(self, members, params, origins, results, run, ready_step, start, stop):
         current = []
         for i, (hp, origin, res) in enumerate(zip(params, origins, results)):
-            split_scores = [c[1] for c in res]
-            score = float(np.mean(split_scores))
+            split_scores = {m: [c[1][m] for c in res] for m in self.metrics}
+            score = float(np.mean(split_scores[self.rank_metric]))
             row = {
                 "run": run,
                 "ready_step": ready_step,
@@ -285,8 +300,8 @@ class _Population:
                 "score": score,
                 "split_scores": split_scores,
                 "params": dict(hp),
-                "fit_time": float(sum(c[2] for c in res)),
-                "score_time": float(sum(c[3] for c in res)),
+                "fit_times": [c[2] for c in res],
+                "score_times": [c[3] for c in res],
                 **origin,
             }
             self.rows.append(row)
@@ -490,26 +505,77 @@ class _Population:
         est.set_params(**{k: original[k] for k in self.protocol.reserved}, **seeds)
         return est
 
-    def history(self):
-        """The history rows as a dict of numpy arrays (``history_``)."""
+    def _param_columns(self, prefix):
+        out = {}
+        for name in self.space.names:
+            column = np.ma.MaskedArray(
+                np.empty(len(self.rows), dtype=object),
+                mask=[name not in r["params"] for r in self.rows],
+            )
+            for i, r in enumerate(self.rows):
+                if name in r["params"]:
+                    column[i] = r["params"][name]
+            out[f"{prefix}{name}"] = column
+        params = np.empty(len(self.rows), dtype=object)
+        params[:] = [dict(r["params"]) for r in self.rows]
+        out["params"] = params
+        return out
+
+    def _lineage_columns(self):
         rows = self.rows
         out = {
-            key: np.array([r[key] for r in rows])
-            for key in ("run", "ready_step", "member", "start", "stop", "score")
+            key: np.array([r[key] for r in rows], dtype=int)
+            for key in ("run", "ready_step", "member", "start", "stop")
         }
-        for k in range(len(self.folds)):
-            out[f"split{k}_score"] = np.array([r["split_scores"][k] for r in rows])
-        params = np.empty(len(rows), dtype=object)
-        params[:] = [dict(r["params"]) for r in rows]
-        out["params"] = params
-        for name in self.space.names:
-            column = np.empty(len(rows), dtype=object)
-            column[:] = [r["params"][name] for r in rows]
-            out[f"param_{name}"] = column
         for key in ("parent", "seed"):
             out[key] = np.array([r[key] for r in rows], dtype=int)
         for key in ("weights_from", "params_from"):
             out[key] = np.array([r[key] for r in rows])
-        for key in ("fit_time", "score_time"):
-            out[key] = np.array([r[key] for r in rows])
+        return out
+
+    def history(self):
+        """The history rows as a dict of numpy arrays (``history_``)."""
+        rows = self.rows
+        out = self._lineage_columns()
+        out["score"] = np.array([r["score"] for r in rows])
+        for k in range(len(self.folds)):
+            out[f"split{k}_score"] = np.array(
+                [r["split_scores"][self.rank_metric][k] for r in rows]
+            )
+        out.update(self._param_columns("param_"))
+        out["fit_time"] = np.array([sum(r["fit_times"]) for r in rows])
+        out["score_time"] = np.array([sum(r["score_times"]) for r in rows])
+        return out
+
+    def cv_results(self, multimetric):
+        """The rows in ``cv_results_``'s layout (scikit-learn's keys).
+
+        One row per member per ready step. ``split<k>_test_<metric>`` is the
+        score on validation split k, its mean and standard deviation over the
+        splits, ``rank_test_<metric>`` ranks the rows (1 is best; NaN last);
+        ``<metric>`` is "score" for one scorer. Fit and score times are per
+        split. The lineage columns (``run``, ``ready_step``, ``member``,
+        ``start``, ``stop``, ``parent``, ``weights_from``, ``params_from``,
+        ``seed``) give the schedules.
+        """
+        from scipy.stats import rankdata
+
+        rows = self.rows
+        out = {}
+        for key, col in (("fit", "fit_times"), ("score", "score_times")):
+            times = np.array([r[col] for r in rows], dtype=float)
+            out[f"mean_{key}_time"] = times.mean(axis=1)
+            out[f"std_{key}_time"] = times.std(axis=1)
+        out.update(self._param_columns("param_"))
+        for metric in self.metrics:
+            suffix = metric if multimetric else "score"
+            split = np.array([r["split_scores"][metric] for r in rows], dtype=float)
+            for k in range(split.shape[1]):
+                out[f"split{k}_test_{suffix}"] = split[:, k]
+            mean = split.mean(axis=1)
+            out[f"mean_test_{suffix}"] = mean
+            out[f"std_test_{suffix}"] = split.std(axis=1)
+            ranked = np.where(np.isfinite(mean), -mean, np.inf)
+            out[f"rank_test_{suffix}"] = rankdata(ranked, method="min").astype(np.int32)
+        out.update(self._lineage_columns())
         return out

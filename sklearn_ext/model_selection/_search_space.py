@@ -1,10 +1,10 @@
 """Search spaces for population-based searches: sampling, perturbation, encoding.
 
-A search space is a dict from an estimator parameter to either a frozen
-``scipy.stats`` distribution (continuous or discrete) or a non-empty list of
-values. Every dimension maps to the unit interval through its distribution's CDF
-(a list through the position of its value), which gives the encoding the
-Bayesian optimiser works in.
+A search space is a dict (or a list of dicts, a union of sub-spaces) from an
+estimator parameter to either a frozen ``scipy.stats`` distribution (continuous
+or discrete) or a non-empty list of values. Every dimension maps to the unit
+interval through its distribution's CDF (a list through the position of its
+value), which gives the encoding the Bayesian optimiser works in.
 """
 
 # Authors: The sklearn_ext developers
@@ -99,6 +99,19 @@ class _Dimension:
             return [self.value[i] for i in np.minimum((u * k).astype(int), k - 1)]
         return [self._cast(x) for x in self.value.ppf(u)]
 
+    def contains(self, x):
+        """Whether ``x`` is one of the listed values or inside the support."""
+        if self.kind == "choice":
+            try:
+                _index_of(self.value, x)
+            except ValueError:
+                return False
+            return True
+        try:
+            return bool(self.low <= float(x) <= self.high)
+        except (TypeError, ValueError):
+            return False
+
     def perturb(self, x, factor, rng):
         """PBT's explore step for one value (PBT-Zoo's rule, see IPBTSearchCV).
 
@@ -124,8 +137,12 @@ class SearchSpace:
 
     Parameters
     ----------
-    param_distributions : dict
-        Parameter name to a frozen ``scipy.stats`` distribution or a list.
+    param_distributions : dict or list of dict
+        Parameter name to a frozen ``scipy.stats`` distribution or a list. A
+        list of dicts is a union of sub-spaces, as for scikit-learn's
+        ``RandomizedSearchCV``: a draw picks a sub-space uniformly at random
+        and then draws its dimensions; a setting is perturbed within the
+        sub-space it belongs to (the first that holds its names and values).
     estimator : estimator
         Every name must be accepted by ``estimator.set_params``.
     reserved : dict of str to str, default=None
@@ -133,11 +150,37 @@ class SearchSpace:
     """
 
     def __init__(self, param_distributions, estimator, reserved=None):
+        if isinstance(param_distributions, list):
+            if not param_distributions:
+                raise ValueError(
+                    "param_distributions is an empty list: give at least one dict "
+                    "of parameters to tune."
+                )
+            grids = param_distributions
+        else:
+            grids = [param_distributions]
+        self.subspaces = [self._dimensions(g, reserved) for g in grids]
+        self.names = list(dict.fromkeys(d.name for sub in self.subspaces for d in sub))
+        # set_params is the authority on names (skorch also takes prefixed ones
+        # such as optimizer__momentum that get_params does not list).
+        probe = clone(estimator)
+        for d in (d for sub in self.subspaces for d in sub):
+            try:
+                probe.set_params(**{d.name: d.sample(np.random.RandomState(0))})
+            except ValueError as exc:
+                raise ValueError(
+                    f"param_distributions names {d.name!r}, which is not a "
+                    f"parameter of {type(estimator).__name__}; valid parameters "
+                    f"are {sorted(estimator.get_params(deep=True))}."
+                ) from exc
+
+    @staticmethod
+    def _dimensions(param_distributions, reserved):
         if not isinstance(param_distributions, dict):
             raise ValueError(
-                "param_distributions must be a dict of parameter name to a list or "
-                "a frozen scipy.stats distribution; got "
-                f"{type(param_distributions).__name__}."
+                "param_distributions must be a dict (or a list of dicts) of "
+                "parameter name to a list or a frozen scipy.stats distribution; "
+                f"got {type(param_distributions).__name__}."
             )
         if not param_distributions:
             raise ValueError(
@@ -152,43 +195,72 @@ class SearchSpace:
                 raise ValueError(
                     f"param_distributions cannot tune {name!r}: {reserved[name]}."
                 )
-        self.dimensions = [_Dimension(k, v) for k, v in param_distributions.items()]
-        self.names = [d.name for d in self.dimensions]
-        # set_params is the authority on names (skorch also takes prefixed ones
-        # such as optimizer__momentum that get_params does not list).
-        probe = clone(estimator)
-        for d in self.dimensions:
-            try:
-                probe.set_params(**{d.name: d.sample(np.random.RandomState(0))})
-            except ValueError as exc:
-                raise ValueError(
-                    f"param_distributions names {d.name!r}, which is not a "
-                    f"parameter of {type(estimator).__name__}; valid parameters "
-                    f"are {sorted(estimator.get_params(deep=True))}."
-                ) from exc
+        return [_Dimension(k, v) for k, v in param_distributions.items()]
+
+    @property
+    def dimensions(self):
+        """The dimensions of the first (for a dict, the only) sub-space."""
+        return self.subspaces[0]
+
+    def _subspace_of(self, params):
+        keys = set(params)
+        candidates = [
+            i for i, sub in enumerate(self.subspaces) if {d.name for d in sub} == keys
+        ]
+        for i in candidates:
+            if all(d.contains(params[d.name]) for d in self.subspaces[i]):
+                return i
+        if candidates:
+            return candidates[0]
+        raise ValueError(f"{params!r} belongs to no sub-space of param_distributions.")
 
     def sample(self, rng):
-        return {d.name: d.sample(rng) for d in self.dimensions}
+        sub = self.subspaces[0]
+        if len(self.subspaces) > 1:  # a single space draws no sub-space index
+            sub = self.subspaces[rng.randint(len(self.subspaces))]
+        return {d.name: d.sample(rng) for d in sub}
 
     def perturb(self, params, factor, rng):
-        return {d.name: d.perturb(params[d.name], factor, rng) for d in self.dimensions}
+        sub = self.subspaces[self._subspace_of(params)]
+        return {d.name: d.perturb(params[d.name], factor, rng) for d in sub}
 
     def encode_many(self, params):
-        """Unit-cube coordinates of a list of settings, shape (n, n_dimensions)."""
-        return np.column_stack(
-            [d.encode_many([p[d.name] for p in params]) for d in self.dimensions]
-        )
+        """Unit-cube coordinates of a list of settings, shape (n, n_coordinates).
 
-    def decode_many(self, U):
-        """Settings from unit-cube coordinates of shape (n, n_dimensions)."""
+        One coordinate per parameter name; with several sub-spaces, a name a
+        setting lacks sits at 0.5, and a last coordinate is the sub-space's slot.
+        """
+        if len(self.subspaces) == 1:
+            return np.column_stack(
+                [d.encode_many([p[d.name] for p in params]) for d in self.dimensions]
+            )
+        k = len(self.subspaces)
+        out = np.full((len(params), len(self.names) + 1), 0.5)
+        column = {name: j for j, name in enumerate(self.names)}
+        for i, p in enumerate(params):
+            which = self._subspace_of(p)
+            for d in self.subspaces[which]:
+                out[i, column[d.name]] = d.encode_many([p[d.name]])[0]
+            out[i, -1] = (which + 0.5) / k
+        return out
+
+    def decode_many(self, U, subspace=0):
+        """Settings of one sub-space from unit coordinates (n, its dimensions)."""
         U = np.asarray(U, dtype=float)
-        values = [d.decode_many(U[:, j]) for j, d in enumerate(self.dimensions)]
+        dims = self.subspaces[subspace]
+        values = [d.decode_many(U[:, j]) for j, d in enumerate(dims)]
         return [
-            {d.name: values[j][i] for j, d in enumerate(self.dimensions)}
-            for i in range(len(U))
+            {d.name: values[j][i] for j, d in enumerate(dims)} for i in range(len(U))
         ]
 
     def sample_many(self, n, rng):
         """``n`` prior draws (by inverse CDF) and their coordinates."""
-        params = self.decode_many(rng.uniform(size=(n, len(self.dimensions))))
+        if len(self.subspaces) == 1:
+            params = self.decode_many(rng.uniform(size=(n, len(self.dimensions))))
+        else:
+            which = rng.randint(len(self.subspaces), size=n)
+            params = [
+                self.decode_many(rng.uniform(size=(1, len(self.subspaces[w]))), w)[0]
+                for w in which
+            ]
         return params, self.encode_many(params)
