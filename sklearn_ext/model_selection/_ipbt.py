@@ -70,11 +70,15 @@ class IPBTSearchCV(BaseSearchCV):
         ``warm_start`` parameter and ``max_iter`` (``max_epochs`` for skorch),
         where a warm-started ``fit`` trains ``max_iter`` *more* iterations. That
         covers scikit-learn's SGD and MLP estimators, every torch estimator of
-        this package, skorch nets, and a pipeline ending in one of them (its
-        other steps are refitted at each interval, deterministically).
-        HistGradientBoosting*, whose ``max_iter`` counts the total, is refused.
+        this package, skorch nets, and a pipeline ending in one of them (the
+        steps before a ``partial_fit`` last step are fitted by a member's first
+        interval and then only transform; before a warm-started one they are
+        refitted at each interval, deterministically). Training continues
+        exactly as one longer fit would: the optimiser's state survives every
+        interval (see ``incremental``). HistGradientBoosting*, whose
+        ``max_iter`` counts the total, is refused.
 
-    param_distributions : dict
+    param_distributions : dict or list of dict
         Parameter name (``get_params(deep=True)`` names) to a frozen
         ``scipy.stats`` distribution (continuous, e.g. ``loguniform``, or
         discrete, e.g. ``randint``) or a non-empty list of values. Members start
@@ -136,15 +140,28 @@ class IPBTSearchCV(BaseSearchCV):
         weights.
 
     incremental : {"auto", "warm_start", "partial_fit"}, default="auto"
-        How members train on. "auto" uses ``warm_start`` with ``max_iter`` when
-        the estimator has them (each ``fit`` re-reads every hyperparameter,
-        whereas MLP's ``partial_fit`` keeps the optimiser, and with it the first
-        learning rate), and ``partial_fit`` otherwise. A warm-started SGD model
-        restarts its learning-rate decay at each interval; pass
-        ``incremental="partial_fit"`` to keep it.
+        How members train on. "auto" uses ``partial_fit`` where the estimator
+        (or a pipeline's last step) has it and ``warm_start`` with ``max_iter``
+        otherwise. Either way the optimiser continues: scikit-learn's MLP keeps
+        its optimiser across ``partial_fit`` calls and the search hands it each
+        new ``learning_rate_init``/``momentum`` (MLP itself reads them only
+        when it builds the optimiser); SGD models carry their step count, so
+        a decaying learning rate keeps decaying; skorch keeps its optimiser
+        and takes ``lr``/``optimizer__*`` in place; this package's torch
+        estimators keep the optimiser state and the shuffling generator across
+        warm-started fits. An integer ``random_state`` becomes one random
+        stream per member, so that every epoch shuffles anew. With fixed
+        hyperparameters, k intervals of one epoch train exactly as one k-epoch
+        fit (for deterministic estimators, e.g. ``shuffle=False``). A
+        warm-started scikit-learn MLP (``incremental="warm_start"``, or
+        ``solver="lbfgs"``/``early_stopping=True``, which ``partial_fit``
+        refuses) rebuilds its optimiser at every interval.
 
-    scoring : str, callable or None, default=None
-        One scorer (greater is better); None uses the estimator's ``score``.
+    scoring : str, callable, list, tuple, dict or None, default=None
+        One scorer (greater is better; None uses the estimator's ``score``), or
+        several as in scikit-learn's searches (a list or tuple of scorer names,
+        or a dict of name to scorer), all recorded in ``cv_results_``; the
+        population is then ranked by the one ``refit`` names.
 
     cv : int, float, cross-validation generator, iterable or None, default=None
         Validation data. None holds out 20% (stratified for classifiers when every
@@ -153,8 +170,11 @@ class IPBTSearchCV(BaseSearchCV):
         gives the splits. With several splits every member is one model per split
         trained in lockstep and scored by the mean, at that many times the cost.
 
-    refit : bool, default=True
-        Retrain on all the data, replaying the best member's lineage (its
+    refit : bool or str, default=True
+        With several scorers, the name of the one that ranks the population
+        and picks the best member (required: exploit ranks members at every
+        ready step, so there is no multi-metric search without it). Retrain
+        on all the data, replaying the best member's lineage (its
         hyperparameter schedule, restarts included) from its initialisation, as
         ``best_estimator_``; ``predict``, ``score`` and the other methods
         delegate to it. If that replay raises (a schedule that diverges on more
@@ -200,11 +220,23 @@ class IPBTSearchCV(BaseSearchCV):
         "exploit" or "shrink_perturb").
 
     best_index_ : int
-        Row of ``history_`` with ``best_score_``.
+        Row of ``cv_results_`` (and ``history_``) with ``best_score_``.
+
+    cv_results_ : dict of numpy (masked) arrays
+        One row per member per ready step, in scikit-learn's layout
+        (``pandas.DataFrame(cv_results_)`` works): ``params`` and
+        ``param_<name>`` (masked where a sub-space lacks the name),
+        ``split<k>_test_score``, ``mean_test_score``, ``std_test_score`` and
+        ``rank_test_score`` (``_<metric>`` instead of ``_score`` for each of
+        several scorers), ``mean_fit_time``, ``std_fit_time``,
+        ``mean_score_time`` and ``std_score_time`` (per split), and the
+        schedules: ``run``, ``ready_step``, ``member``, ``start`` and ``stop``
+        (training steps), ``parent`` (the row whose final state the row
+        started from, -1 for a fresh start), ``weights_from`` and
+        ``params_from`` (see ``history_``) and ``seed``.
 
     history_ : dict of numpy arrays
-        One row per member per ready step, like ``cv_results_`` (``pandas.
-        DataFrame(history_)`` works): ``run``, ``ready_step``, ``member``,
+        The same rows with short keys (kept from earlier versions): ``run``, ``ready_step``, ``member``,
         ``start`` and ``stop`` (global training steps), ``score`` and
         ``split<k>_score``, ``params`` and ``param_<name>``, ``parent`` (the row
         whose final state this row started from, -1 for a fresh start),
@@ -220,8 +252,8 @@ class IPBTSearchCV(BaseSearchCV):
     n_steps_ : int
         Training steps used, summed over members (at most ``budget``).
 
-    scorer_ : callable
-        The scorer used. Rebuilt on access from the ``scoring`` that ``fit``
+    scorer_ : callable or dict
+        The scorer used (a dict of them for several). Rebuilt on access from the ``scoring`` that ``fit``
         saw rather than stored, so that a fitted search holds no private
         scikit-learn scorer object and ``skops`` loads it trusting only this
         package's types.
@@ -233,7 +265,7 @@ class IPBTSearchCV(BaseSearchCV):
         Seconds spent retraining ``best_estimator_``.
 
     multimetric_ : bool
-        Always False: the population is ranked by one score.
+        Whether several scorers were given.
 
     n_features_in_ : int
         Number of features seen during ``fit`` (only with ``refit=True``).
@@ -260,13 +292,15 @@ class IPBTSearchCV(BaseSearchCV):
     Differences from the paper, all deliberate:
 
     - Explore is PBT's perturb-or-resample, not BG-PBT's trust-region BO.
-    - The restart optimiser is a ``GaussianProcessRegressor`` over
-      (hyperparameters in CDF coordinates, time) → validation score, fitted to
-      the last 128 (member, interval) observations of the whole search, with an
-      anisotropic Matérn kernel whose time length scale lets old observations
-      count less. The paper uses a gpytorch model with PB2's time kernel
-      k(x, x') (1 - ε) ** (abs(t - t') / 2), scoring each restart's starting
-      hyperparameters by their best descendant. Proposals maximise the upper
+    - The restart optimiser, as in the paper, scores the starting
+      hyperparameters of every member of every run so far by their best
+      descendant (the best validation score of any row whose lineage passes
+      through that start, exploit copies included), at the run's start time.
+      It is a ``GaussianProcessRegressor`` over (hyperparameters in CDF
+      coordinates, start time) with an anisotropic Matérn kernel whose time
+      length scale lets old runs count less, fitted to the last 128 starts;
+      the paper uses a gpytorch model with PB2's time kernel
+      k(x, x') (1 - ε) ** (abs(t - t') / 2). Proposals maximise the upper
       confidence bound μ + 2σ at the current time over 512 prior draws, in a
       batch by the kriging believer.
     - The population is not created at twice its size before the first run.
