@@ -13,10 +13,13 @@ best validation score stalls, restarts with twice the interval, half of the new
 members starting from the best weights shrunk and perturbed.
 
 This example tunes the learning rate, momentum and L2 penalty of a small
-``MLPClassifier`` on the digits, with 8 members and 120 epochs each. It plots
+``MLPClassifier`` on the digits, with 8 members and 120 epochs each (members
+train by ``partial_fit``, so momentum survives every interval and each new
+learning rate reaches the running optimiser). It plots
 
-- the best member's learning rate over its training (its lineage crosses
-  exploit steps and, when there were restarts, a shrink-and-perturb restart),
+- every member's hyperparameter schedule over training, with the best member's
+  lineage (it crosses exploit steps and, when there were restarts, a
+  shrink-and-perturb restart),
 - every member's validation accuracy at every ready step, with the restarts.
 
 It runs in about half a minute on a laptop CPU.
@@ -35,7 +38,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 
-from sklearn_ext.model_selection import IPBTSearchCV
+from sklearn_ext.model_selection import IPBTSearchCV, plot_schedules
 
 X, y = load_digits(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(
@@ -57,31 +60,28 @@ print(f"test accuracy of the replayed best member {search.score(X_test, y_test):
 print(f"restarts: {search.n_restarts_}, ready intervals {search.ready_intervals_}")
 
 # %%
-# The best member's schedule and the population
-# ---------------------------------------------
-fig, (ax_lr, ax_pop) = plt.subplots(1, 2, figsize=(11, 4))
-for segment in search.best_schedule_:
-    lr = segment["params"]["learning_rate_init"]
-    ax_lr.hlines(lr, segment["start"], segment["stop"], color="C0", lw=2)
-    if segment["weights_from"] == "shrink_perturb":
-        ax_lr.axvline(segment["start"], color="C3", ls=":", label="restart")
-ax_lr.set(
-    yscale="log",
-    xlabel="epochs of the best member's lineage",
-    ylabel="learning_rate_init",
-    title="Best member's learning-rate schedule",
-)
-if any(s["weights_from"] == "shrink_perturb" for s in search.best_schedule_):
-    ax_lr.legend()
+# The hyperparameter schedules of the population
+# ----------------------------------------------
+# :func:`~sklearn_ext.model_selection.plot_schedules` draws every member's
+# hyperparameters over training (one colour per member), the best member's
+# lineage in black, and the restarts as dotted lines. Exploit steps show as
+# jumps of a member onto another's value; after a restart the intervals are
+# twice as long.
+plot_schedules(search)
+plt.tight_layout()
 
-h = search.history_
-ax_pop.scatter(h["stop"], h["score"], s=6, c=h["run"], cmap="viridis")
+# %%
+# Every member's validation accuracy
+# ----------------------------------
+fig, ax_pop = plt.subplots(figsize=(6, 4))
+res = search.cv_results_
+ax_pop.scatter(res["stop"], res["mean_test_score"], s=6, c=res["run"], cmap="viridis")
 for run in range(1, search.n_restarts_ + 1):
-    ax_pop.axvline(h["start"][h["run"] == run].min(), color="C3", ls=":")
+    ax_pop.axvline(res["start"][res["run"] == run].min(), color="C3", ls=":")
 ax_pop.set(
-    xlabel="epochs (global)",
+    xlabel="training steps per member",
     ylabel="validation accuracy",
-    ylim=(max(0.0, np.nanmin(h["score"])), 1.0),
+    ylim=(max(0.0, np.nanmin(res["mean_test_score"])), 1.0),
     title="Every member at every ready step (colour: run)",
 )
 fig.tight_layout()

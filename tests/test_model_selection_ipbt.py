@@ -933,3 +933,30 @@ def test_replay_failure_falls_back_to_the_trained_best_member():
     strict = clone(search).set_params(error_score="raise")
     with pytest.raises(ValueError, match="non-finite"):
         strict.fit(X)
+
+
+def test_plot_schedules_draws_every_member_and_the_best_lineage(digits):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sklearn_ext.model_selection import plot_schedules
+
+    X, y = digits
+    search = _sgd_search(budget=4 * 16, ready_interval=2, restarts=False).fit(X, y)
+    axes = plot_schedules(search)
+    assert [ax.get_title() for ax in axes] == ["eta0", "alpha"]
+    n_rows = len(search.cv_results_["params"])
+    segments = axes[0].collections[0].get_segments()
+    drawn = sum(len(c.get_segments()) for c in axes[0].collections)
+    assert drawn == n_rows and len(segments) == 1
+    assert axes[0].get_yscale() == "log"  # log-uniform over three decades
+    best = axes[0].get_lines()[0]  # the best member's lineage ends at its row
+    best_row = search.best_index_
+    assert best.get_xdata()[-1] == search.cv_results_["stop"][best_row]
+    assert best.get_ydata()[-1] == search.best_params_["eta0"]
+    with pytest.raises(ValueError, match="not hyperparameters"):
+        plot_schedules(search, ["gamma"])
+    plt.close("all")

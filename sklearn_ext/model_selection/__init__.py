@@ -4,5 +4,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_ext.model_selection._ipbt import IPBTSearchCV
+from sklearn_ext.model_selection._plotting import plot_schedules
 
-__all__ = ["IPBTSearchCV"]
+__all__ = ["IPBTSearchCV", "plot_schedules"]

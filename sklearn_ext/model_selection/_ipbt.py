@@ -236,9 +236,10 @@ class IPBTSearchCV(BaseSearchCV):
         ``params_from`` (see ``history_``) and ``seed``.
 
     history_ : dict of numpy arrays
-        The same rows with short keys (kept from earlier versions): ``run``, ``ready_step``, ``member``,
-        ``start`` and ``stop`` (global training steps), ``score`` and
-        ``split<k>_score``, ``params`` and ``param_<name>``, ``parent`` (the row
+        The same rows with short keys (kept from earlier versions): ``run``,
+        ``ready_step``, ``member``, ``start`` and ``stop`` (global training
+        steps), ``score`` and ``split<k>_score`` (of the ranking metric),
+        ``params`` and ``param_<name>``, ``parent`` (the row
         whose final state this row started from, -1 for a fresh start),
         ``weights_from``, ``params_from`` ("random", "kept", "explore" or
         "bo"), ``seed`` and ``fit_time``/``score_time``.
@@ -253,10 +254,10 @@ class IPBTSearchCV(BaseSearchCV):
         Training steps used, summed over members (at most ``budget``).
 
     scorer_ : callable or dict
-        The scorer used (a dict of them for several). Rebuilt on access from the ``scoring`` that ``fit``
-        saw rather than stored, so that a fitted search holds no private
-        scikit-learn scorer object and ``skops`` loads it trusting only this
-        package's types.
+        The scorer used (a dict of them for several). Rebuilt on access from
+        the ``scoring`` that ``fit`` saw rather than stored, so that a fitted
+        search holds no private scikit-learn scorer object and ``skops`` loads
+        it trusting only this package's types.
 
     n_splits_ : int
         Number of validation splits.
