@@ -412,6 +412,27 @@ def test_skorch_trains_one_epoch_per_partial_fit_and_keeps_its_optimiser():
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-6)
 
 
+def test_skorch_members_start_from_their_seed_not_the_global_generator():
+    skorch = pytest.importorskip("skorch")
+    import torch
+
+    from sklearn_ext.model_selection._incremental import seeded_start
+
+    def net():  # a module class: skorch builds it at initialisation
+        return skorch.NeuralNetClassifier(
+            torch.nn.Linear, module__in_features=4, module__out_features=3
+        )
+
+    state = torch.random.get_rng_state()
+    a, b, c = seeded_start(net(), 7), seeded_start(net(), 7), seeded_start(net(), 8)
+    assert torch.equal(torch.random.get_rng_state(), state)  # caller's RNG kept
+    wa, wb, wc = (n.module_.weight.detach() for n in (a, b, c))
+    assert torch.equal(wa, wb) and not torch.equal(wa, wc)
+    # estimators seeded by their own random_state are left alone
+    mlp = MLPClassifier(random_state=0)
+    assert seeded_start(mlp, 7) is mlp and not hasattr(mlp, "coefs_")
+
+
 def test_pipeline_trains_its_last_step_by_partial_fit():
     X, y = make_classification(300, 6, random_state=0)
     X = 5 + 3 * X

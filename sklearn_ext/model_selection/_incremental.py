@@ -41,7 +41,13 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.metadata_routing import process_routing
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["IncrementalProtocol", "incremental_protocol", "shrink_perturb", "train"]
+__all__ = [
+    "IncrementalProtocol",
+    "incremental_protocol",
+    "seeded_start",
+    "shrink_perturb",
+    "train",
+]
 
 _ITERATION_PARAMS = ("max_iter", "max_epochs")
 _WEIGHT_ATTRIBUTES = ("coef_", "intercept_", "coefs_", "intercepts_")
@@ -189,6 +195,32 @@ def _one_stream(estimator):
     }
     if streams:
         estimator.set_params(**streams)
+
+
+def seeded_start(estimator, seed):
+    """Initialise a skorch-like net from ``seed`` when nothing else seeds it.
+
+    skorch nets have no ``random_state``: their weights come from torch's global
+    generator at the first ``partial_fit``. A member (and its replay on all the
+    data) would then start from whatever state the generator is in. An
+    estimator with ``initialize()`` and no ``random_state`` parameter anywhere
+    is initialised here, under a forked global generator seeded with ``seed``
+    (the caller's generator state is restored). Returns ``estimator``.
+    """
+    target = _partial_fit_target(estimator)
+    net = estimator if target is None else target[0]
+    if (
+        _random_state_keys(estimator)
+        or not callable(getattr(net, "initialize", None))
+        or getattr(net, "initialized_", True)
+    ):
+        return estimator
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        net.initialize()
+    return estimator
 
 
 def _sync_live_optimisers(estimator):

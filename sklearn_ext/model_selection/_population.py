@@ -24,6 +24,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from sklearn_ext.model_selection._incremental import (
     _random_state_keys,
+    seeded_start,
     shrink_perturb,
     train,
 )
@@ -243,7 +244,7 @@ class _Population:
         est = clone(self.owner.estimator)
         if self.seeded:
             est.set_params(**dict.fromkeys(self.seeded, seed))
-        return est
+        return seeded_start(est, seed)
 
     def _fresh(self, seed):
         return [self._fresh_estimator(seed) for _ in self.folds]
