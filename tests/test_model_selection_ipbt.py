@@ -604,15 +604,27 @@ def test_restarts_double_the_interval_and_respect_the_budget():
     for run, interval in enumerate(intervals):
         lengths = (h["stop"] - h["start"])[h["run"] == run]
         assert lengths.max() == interval
-    assert search.n_steps_ == 4 * 120 and h["stop"].max() == 120
+    # Each run starts twice the population for one interval and keeps the
+    # best half; those extra steps come out of every member's horizon, so the
+    # budget is spent exactly and never exceeded.
+    assert search.n_steps_ == 4 * 120 and h["stop"].max() < 120
+    for run in range(len(intervals)):
+        steps = h["ready_step"][h["run"] == run]
+        sizes = [np.sum(h["ready_step"] == k) for k in sorted(set(steps))]
+        assert sizes[0] == 8 and set(sizes[1:]) == {4}
+        first = h["ready_step"] == steps.min()
+        survivors = h["parent"][h["ready_step"] == steps.min() + 1]
+        assert set(survivors) <= set(np.flatnonzero(first).tolist())
     # after a restart half the members start fresh and half from the best
     # member, shrunk and perturbed; half of the hyperparameters come from BO
     first = h["ready_step"] == h["ready_step"][h["run"] == 1].min()
-    assert sorted(h["weights_from"][first]) == ["init"] * 2 + ["shrink_perturb"] * 2
-    assert sorted(h["params_from"][first]) == ["bo"] * 2 + ["random"] * 2
+    assert sorted(h["weights_from"][first]) == ["init"] * 4 + ["shrink_perturb"] * 4
+    assert sorted(h["params_from"][first]) == ["bo"] * 4 + ["random"] * 4
     assert set(h["parent"][first & (h["weights_from"] == "shrink_perturb")]) <= set(
         np.flatnonzero(h["run"] == 0).tolist()
     )
+    plain = clone(search).set_params(init_multiplier=1).fit(TOY_X)
+    assert plain.n_steps_ == 4 * 120 and plain.history_["stop"].max() == 120
 
 
 def test_plain_pbt_never_restarts():

@@ -120,9 +120,10 @@ def _partial_fit_target(estimator):
     if isinstance(estimator, Pipeline) and not hasattr(estimator, "partial_fit"):
         name, target = estimator.steps[-1]
         prefix = name + "__"
-    if not hasattr(target, "partial_fit") or target in ("passthrough", None):
+    if not hasattr(target, "partial_fit"):  # also "passthrough" and None
         return None
-    if target.get_params(deep=False).get("early_stopping") is True:
+    mlp = type(target).__module__.startswith("sklearn.neural_network")
+    if mlp and target.get_params(deep=False).get("early_stopping") is True:
         return None
     return target, prefix
 

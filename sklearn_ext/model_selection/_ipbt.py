@@ -139,6 +139,15 @@ class IPBTSearchCV(BaseSearchCV):
         initialisation; the others start from the shrunk and perturbed best
         weights.
 
+    init_multiplier : int, default=2
+        With restarts, each run (the first and every restart) starts this many
+        times ``population_size`` members, trains them for one ready interval
+        and keeps the best ``population_size``; the extra members' steps come
+        out of the budget (each member then trains that much less), and a run
+        starts at the plain size when the budget left cannot afford it. The
+        authors' ``n_init_mul``. 1 starts every run at ``population_size``;
+        plain PBT (``restarts=False``) always does.
+
     incremental : {"auto", "warm_start", "partial_fit"}, default="auto"
         How members train on. "auto" uses ``partial_fit`` where the estimator
         (or a pipeline's last step) has it and ``warm_start`` with ``max_iter``
@@ -304,7 +313,6 @@ class IPBTSearchCV(BaseSearchCV):
       k(x, x') (1 - ε) ** (abs(t - t') / 2). Proposals maximise the upper
       confidence bound μ + 2σ at the current time over 512 prior draws, in a
       batch by the kriging believer.
-    - The population is not created at twice its size before the first run.
     - A member's own early stopping (``tol``) may end an interval early; the
       budget counts the steps asked for.
 
@@ -381,6 +389,7 @@ class IPBTSearchCV(BaseSearchCV):
         "perturb": [Interval(Real, 0, None, closed="left")],
         "random_hp_fraction": [Interval(Real, 0, 1, closed="both")],
         "random_weight_fraction": [Interval(Real, 0, 1, closed="both")],
+        "init_multiplier": [Interval(Integral, 1, None, closed="left")],
         "incremental": [StrOptions({"auto", "warm_start", "partial_fit"})],
         "scoring": [
             StrOptions(set(get_scorer_names())),
@@ -415,6 +424,7 @@ class IPBTSearchCV(BaseSearchCV):
         perturb=0.1,
         random_hp_fraction=0.5,
         random_weight_fraction=0.5,
+        init_multiplier=2,
         incremental="auto",
         scoring=None,
         cv=None,
@@ -438,6 +448,7 @@ class IPBTSearchCV(BaseSearchCV):
         self.perturb = perturb
         self.random_hp_fraction = random_hp_fraction
         self.random_weight_fraction = random_weight_fraction
+        self.init_multiplier = init_multiplier
         self.incremental = incremental
         self.scoring = scoring
         self.cv = cv

@@ -315,15 +315,35 @@ class _Population:
 
     # --- the search loop ------------------------------------------------------------
 
+    def _start_size(self, t, horizon, n):
+        """Members to start a run with at step ``t`` and the per-member cost.
+
+        With restarts, each run starts ``init_multiplier`` times the population
+        (the authors' ``n_init_mul``) when the budget affords it: the extra
+        members' first interval is charged to every member's horizon.
+        """
+        s = self.owner
+        pop = s.population_size
+        m = pop * s.init_multiplier if s.restarts else pop
+        if m == pop:
+            return pop, 0
+        cost = -(-(m - pop) * n // pop)  # ceil: extra steps per member
+        if horizon - t - cost < 2 * n:
+            return pop, 0
+        return m, cost
+
     def search(self, per_member, interval):
         """Train the population for ``per_member`` steps each, from scratch."""
         s = self.owner
         pop = s.population_size
         self.per_member = per_member
         self.intervals = [interval]
-        seeds = child_seeds(self.rng, pop)
+        horizon = per_member
+        size, cost = self._start_size(0, horizon, interval)
+        horizon -= cost
+        seeds = child_seeds(self.rng, size)
         members = [self._fresh(seed) for seed in seeds]
-        params = [self.space.sample(self.rng) for _ in range(pop)]
+        params = [self.space.sample(self.rng) for _ in range(size)]
         origins = [_origin(-1, "init", "random", seed) for seed in seeds]
         t, run, ready_step, fails, run_best = 0, 0, 0, 0, []
         bar = progress(
@@ -332,8 +352,9 @@ class _Population:
         # max_nbytes=None: no read-only memmaps of large weight arrays in workers,
         # which train those arrays in place.
         with Parallel(n_jobs=s.n_jobs, max_nbytes=None) as parallel, bar:
-            while t < per_member:
-                n = min(interval, per_member - t)
+            bar.update(cost)  # the enlarged start's steps, charged up front
+            while t < horizon:
+                n = min(interval, horizon - t)
                 members, results = self._train_all(parallel, members, params, n)
                 current = self._record(
                     members, params, origins, results, run, ready_step, t, t + n
@@ -341,21 +362,34 @@ class _Population:
                 t += n
                 ready_step += 1
                 scores = np.array([_rank_value(self.rows[r]["score"]) for r in current])
+                if len(members) > pop:  # an enlarged start keeps its best
+                    keep = np.sort(np.argsort(-scores, kind="stable")[:pop])
+                    members = [members[i] for i in keep]
+                    params = [params[i] for i in keep]
+                    current = [current[i] for i in keep]
+                    scores = scores[keep]
+                    run_best.append(scores.max())
+                    origins = [_origin(r, "continue", "kept") for r in current]
+                    bar.update(n)
+                    continue
                 run_best.append(scores.max())
                 bar.update(n)
                 bar.set_postfix(
                     best=f"{self.best_score:.4g}", restarts=run, interval=interval
                 )
-                if t >= per_member:
+                if t >= horizon:
                     break
                 if s.restarts:
                     fails = fails + 1 if _progress_stalled(run_best) else 0
                     longer = interval * s.interval_multiplier
-                    if fails >= s.patience and per_member - t >= 2 * longer:
+                    if fails >= s.patience and horizon - t >= 2 * longer:
                         interval = longer
                         run += 1
                         self.intervals.append(interval)
-                        members, params, origins = self._restart(pop, t)
+                        size, cost = self._start_size(t, horizon, interval)
+                        horizon -= cost
+                        bar.update(cost)
+                        members, params, origins = self._restart(size, t)
                         fails, run_best = 0, []
                         continue
                 origins = self._exploit_explore(members, params, scores, current)
