@@ -595,6 +595,7 @@ def test_restarts_double_the_interval_and_respect_the_budget():
         budget=4 * 120,
         ready_interval=1,
         patience=2,
+        init_multiplier=2,
         random_state=0,
     ).fit(TOY_X)
     assert search.n_restarts_ >= 2
