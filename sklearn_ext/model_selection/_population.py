@@ -41,6 +41,7 @@ _STALL_WINDOW = 2 * _SLOW_STEPS  # ready steps the detector looks at (ours)
 _BO_HISTORY = 128  # most recent starts the restart optimiser fits (ours)
 _BO_CANDIDATES = 512
 _BO_KAPPA = 2.0
+_BO_LENGTH_BOUNDS = (1e-2, 1e2)
 
 
 def _n_samples(X):
@@ -129,7 +130,7 @@ def propose_settings(space, params, times, scores, now, k, rng):
     X = np.hstack([space.encode_many(params), np.asarray(times, float)[:, None]])
     d = X.shape[1]
     kernel = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(
-        np.full(d, 0.5), (1e-2, 1e2), nu=2.5
+        np.full(d, 0.5), _BO_LENGTH_BOUNDS, nu=2.5
     ) + WhiteKernel(1e-2, (1e-6, 1.0))
     candidates, Z = space.sample_many(_BO_CANDIDATES, rng)
     Z = np.hstack([Z, np.full((len(Z), 1), float(now))])
