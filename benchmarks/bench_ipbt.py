@@ -105,7 +105,7 @@ import torch
 from _common import paired_interval, write_results
 from scipy.stats import loguniform, rankdata, uniform
 from sklearn.base import clone
-from sklearn.datasets import load_digits, make_classification, make_friedman1
+from sklearn.datasets import load_digits, make_friedman1
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.experimental import enable_halving_search_cv  # noqa: F401
 from sklearn.linear_model import SGDClassifier
@@ -122,7 +122,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sklearn_ext.model_selection import IPBTSearchCV
 from sklearn_ext.model_selection._incremental import incremental_protocol, train
-from sklearn_ext.model_selection._toy import _PBTToyProblem
+from sklearn_ext.model_selection._toy import _covertype_like, _PBTToyProblem
 
 warnings.filterwarnings("ignore", category=ConvergenceWarning)
 warnings.filterwarnings("ignore", category=FitFailedWarning)
@@ -259,21 +259,6 @@ def _digit_images():
     return X.reshape(-1, 1, 8, 8), y.astype(np.int64)
 
 
-def _covtype_like():
-    X, y = make_classification(
-        n_samples=6000,
-        n_features=54,
-        n_informative=20,
-        n_redundant=10,
-        n_classes=7,
-        n_clusters_per_class=2,
-        class_sep=0.8,
-        flip_y=0.02,
-        random_state=0,
-    )
-    return StandardScaler().fit_transform(X), y
-
-
 _MLP_SPACE = {
     "learning_rate_init": loguniform(1e-4, 0.3),
     "momentum": uniform(0.0, 0.99),
@@ -297,7 +282,7 @@ def _tasks():
             "cost": 5,
         },
         "MLP/covtype": {
-            "data": _covtype_like,
+            "data": _covertype_like,
             "make": _mlp,
             "space": _MLP_SPACE,
             "steps": 40,
@@ -305,7 +290,7 @@ def _tasks():
             "cost": 7,
         },
         "SGD/covtype": {
-            "data": _covtype_like,
+            "data": _covertype_like,
             "make": lambda s: SGDClassifier(
                 learning_rate="constant", loss="log_loss", tol=None, random_state=s
             ),

@@ -274,6 +274,18 @@ def _max_diff(a, b):
     return max(np.abs(u - v).max() for u, v in zip(a, b))
 
 
+def _one_fit_and_intervals(cls, params, k, X, y, classes=None):
+    """One fit of ``k`` epochs, and a member trained by ``k`` one-epoch calls."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter reached: the plan
+        one = cls(max_iter=k, **params).fit(X, y)
+    member = cls(**params)
+    protocol = incremental_protocol(member)
+    for _ in range(k):
+        train(member, protocol, 1, X, y, classes=classes)
+    return one, member
+
+
 def test_mlp_driver_hands_a_new_learning_rate_to_the_live_optimiser():
     """MLP's own partial_fit keeps its first learning rate; train() does not."""
     X, y = make_classification(200, 5, random_state=0)
@@ -309,13 +321,7 @@ def test_k_one_epoch_intervals_equal_one_k_epoch_fit_for_mlp(solver):
         "n_iter_no_change": 10_000,
         "random_state": 0,
     }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        one = MLPClassifier(max_iter=6, **kw).fit(X, y)
-    member = MLPClassifier(**kw)
-    proto = incremental_protocol(member)
-    for _ in range(6):
-        train(member, proto, 1, X, y, classes=np.unique(y))
+    one, member = _one_fit_and_intervals(MLPClassifier, kw, 6, X, y, np.unique(y))
     assert _max_diff(one.coefs_, member.coefs_) == 0.0
     np.testing.assert_array_equal(one.loss_curve_, member.loss_curve_)
     # A warm-started fit per interval (the old driver) rebuilds the optimiser.
@@ -353,13 +359,8 @@ def test_k_one_epoch_warm_starts_equal_one_k_epoch_fit_for_torch():
     y = X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.1 * rng.normal(size=150)
     kw = {"hidden": 8, "batch_size": 16, "tol": 0.0, "n_iter_no_change": 10_000}
     kw.update(device="cpu", random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        one = ToyTorchRegressor(max_iter=5, **kw).fit(X, y)
-    member = ToyTorchRegressor(**kw)
+    one, member = _one_fit_and_intervals(ToyTorchRegressor, kw, 5, X, y)
     proto = incremental_protocol(member)
-    for _ in range(5):
-        train(member, proto, 1, X, y)
     for p, q in zip(one.module_.parameters(), member.module_.parameters()):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
     assert one.loss_curve_ == member.loss_curve_

@@ -725,30 +725,16 @@ class IPBTSearchCV(BaseSearchCV):
         import warnings
 
         from scipy.stats import loguniform, uniform
-        from sklearn.datasets import make_classification
         from sklearn.model_selection import RandomizedSearchCV, train_test_split
         from sklearn.neural_network import MLPClassifier
-        from sklearn.preprocessing import StandardScaler
+
+        from sklearn_ext.model_selection._toy import _covertype_like
 
         # The benchmark's covertype-like task (54 features, 7 classes), where a
         # first run stalls early and a restarted population overtakes it.
-        X, y = make_classification(
-            n_samples=6000,
-            n_features=54,
-            n_informative=20,
-            n_redundant=10,
-            n_classes=7,
-            n_clusters_per_class=2,
-            class_sep=0.8,
-            flip_y=0.02,
-            random_state=0,
-        )
+        X, y = _covertype_like()
         X_train, X_test, y_train, y_test = train_test_split(
-            StandardScaler().fit_transform(X),
-            y,
-            test_size=0.25,
-            stratify=y,
-            random_state=0,
+            X, y, test_size=0.25, stratify=y, random_state=0
         )
         # Early stopping off: every candidate trains exactly its epochs.
         mlp = MLPClassifier(

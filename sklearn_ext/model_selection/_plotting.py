@@ -7,6 +7,7 @@ import numbers
 
 import numpy as np
 
+from sklearn_ext.model_selection._population import lineage
 from sklearn_ext.utils._sklearn_compat import check_is_fitted
 
 __all__ = ["plot_schedules"]
@@ -14,14 +15,6 @@ __all__ = ["plot_schedules"]
 
 def _numeric(values):
     return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
-
-
-def _lineage(results, row):
-    chain = []
-    while row != -1:
-        chain.append(row)
-        row = int(results["parent"][row])
-    return chain[::-1]
 
 
 def plot_schedules(search, params=None, *, axes=None):
@@ -94,7 +87,7 @@ def plot_schedules(search, params=None, *, axes=None):
             f"plot_schedules needs one axes per hyperparameter: {len(params)} "
             f"names but {len(axes)} axes."
         )
-    best = _lineage(res, int(search.best_index_))
+    best = lineage(res["parent"], int(search.best_index_))
     n_members = int(res["member"].max()) + 1
     colours = plt.get_cmap("tab10" if n_members <= 10 else "viridis")
     restarts = [

@@ -32,7 +32,7 @@ from sklearn_ext.utils._messages import progress, warn
 from sklearn_ext.utils._sklearn_compat import _safe_indexing
 from sklearn_ext.utils._torch import child_seeds
 
-__all__ = ["_Population", "_progress_stalled", "propose_settings"]
+__all__ = ["_Population", "_progress_stalled", "lineage", "propose_settings"]
 
 # Defaults from the authors' configuration (github.com/AwesomeLemon/IPBT,
 # config/algo/ipbt.yaml and pbt.yaml) unless noted.
@@ -154,6 +154,15 @@ def propose_settings(space, params, times, scores, now, k, rng):
                 gp.kernel_, optimizer=None, normalize_y=True
             ).fit(X, y)
     return chosen
+
+
+def lineage(parents, row):
+    """Rows from a fresh start to ``row``, following ``parents`` (-1 ends)."""
+    chain = []
+    while row != -1:
+        chain.append(int(row))
+        row = int(parents[row])
+    return chain[::-1]
 
 
 def _member_step(estimator, protocol, n_steps, fold, classes, scorer, err, metrics):
@@ -479,11 +488,7 @@ class _Population:
     # --- results ----------------------------------------------------------------------
 
     def _lineage(self, row):
-        chain = []
-        while row != -1:
-            chain.append(row)
-            row = self.rows[row]["parent"]
-        return chain[::-1]
+        return lineage([r["parent"] for r in self.rows], row)
 
     def schedule(self, row):
         """The hyperparameter schedule along the lineage of ``row``."""

@@ -5,7 +5,8 @@ Jaderberg et al. (2017, Fig. 2) maximise Q(θ) = 1.2 − (θ₀² + θ₁²) fro
 Q̂(θ | h) = 1.2 − (h₀θ₀² + h₁θ₁²), so the hyperparameters h decide which
 coordinates move. The optimum Q = 1.2 needs h near (1, 1); a member whose h
 leaves one coordinate out stalls below it. Used by the tests and by
-``benchmarks/bench_ipbt.py``.
+``benchmarks/bench_ipbt.py``, as is :func:`_covertype_like`, the data of the
+search's demo and of the benchmark's covertype-like tasks.
 """
 
 # Authors: The sklearn_ext developers
@@ -13,6 +14,30 @@ leaves one coordinate out stalls below it. Used by the tests and by
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+
+
+def _covertype_like():
+    """6,000 samples, 54 standardised features, 7 classes (like covertype).
+
+    ``make_classification`` with 20 informative and 10 redundant features, two
+    clusters per class, ``class_sep=0.8`` and 2% flipped labels; the features
+    are standardised once on all samples (an unsupervised per-feature scaling
+    of generated data, which leaks nothing about the labels).
+    """
+    X, y = make_classification(
+        n_samples=6000,
+        n_features=54,
+        n_informative=20,
+        n_redundant=10,
+        n_classes=7,
+        n_clusters_per_class=2,
+        class_sep=0.8,
+        flip_y=0.02,
+        random_state=0,
+    )
+    return StandardScaler().fit_transform(X), y
 
 
 class _PBTToyProblem(BaseEstimator):
