@@ -6,16 +6,18 @@ import numpy as np
 def cvxpy_optimum(model, X, y, solver="CLARABEL", sample_weight=None, **solver_kwargs):
     """Solve the fitted ``model``'s problem exactly; return (objective, W, B).
 
-    Uses the model's tasks, edges, penalties and loss (squared or binary
-    logistic), so the value is directly comparable to ``model.objective(X, y,
-    sample_weight=sample_weight)``: with weights, the data term is the weighted
-    mean of the losses.
+    Uses the model's tasks, edges, penalties, feature scaling and loss
+    (squared or binary logistic), so the value is directly comparable to
+    ``model.objective(X, y, sample_weight=sample_weight)``: with weights, the
+    data term is the weighted mean of the losses. W and B are returned on the
+    original scale of the features.
     """
     import cvxpy as cp
 
     c = model.task_column_index_
     feats = np.delete(np.arange(X.shape[1]), c)
     task = np.searchsorted(model.tasks_, X[:, c].astype(int))
+    X, unscale = _standardised(model, X, feats)
     T, d = len(model.tasks_), len(feats)
     W = cp.Variable((T, d))
     B = cp.Variable(T)
@@ -47,7 +49,28 @@ def cvxpy_optimum(model, X, y, solver="CLARABEL", sample_weight=None, **solver_k
             objective = objective + model.task_alpha * cp.sum(cp.abs(W))
     problem = cp.Problem(cp.Minimize(objective))
     problem.solve(solver=solver, **solver_kwargs)
-    return float(problem.value), W.value, B.value
+    return (float(problem.value), *unscale(W.value, B.value))
+
+
+def _standardised(model, X, feats):
+    """X with the model's feature scaling applied, and the map back to the
+    original scale of ``(W, B)`` (identity for ``standardize=False``)."""
+    center = getattr(model, "_center", None)
+    scale = getattr(model, "_scale", None)
+    X = np.array(X, dtype=float)
+    if center is not None:
+        X[:, feats] -= center
+    if scale is not None:
+        X[:, feats] /= scale
+
+    def unscale(W, B):
+        if scale is not None:
+            W = W / scale
+        if center is not None:
+            B = B - W @ center
+        return W, B
+
+    return X, unscale
 
 
 def gram_optimum(model, X, y, solver="CLARABEL"):
@@ -63,6 +86,7 @@ def gram_optimum(model, X, y, solver="CLARABEL"):
     c = model.task_column_index_
     feats = np.delete(np.arange(X.shape[1]), c)
     task = np.searchsorted(model.tasks_, X[:, c].astype(int))
+    X, unscale = _standardised(model, X, feats)
     T, d, n = len(model.tasks_), len(feats), X.shape[0]
     V = cp.Variable((T, d + 1))
     data, const = 0, 0.0
@@ -84,4 +108,4 @@ def gram_optimum(model, X, y, solver="CLARABEL"):
         )
     problem = cp.Problem(cp.Minimize(objective))
     problem.solve(solver=solver)
-    return float(problem.value), V.value[:, :d], V.value[:, d]
+    return (float(problem.value), *unscale(V.value[:, :d], V.value[:, d]))

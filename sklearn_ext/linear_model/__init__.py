@@ -7,5 +7,6 @@ from sklearn_ext.linear_model._graph_guided import (
     GraphGuidedClassifier,
     GraphGuidedRegressor,
 )
+from sklearn_ext.linear_model._graph_guided_cv import GraphGuidedRegressorCV
 
-__all__ = ["GraphGuidedClassifier", "GraphGuidedRegressor"]
+__all__ = ["GraphGuidedClassifier", "GraphGuidedRegressor", "GraphGuidedRegressorCV"]

@@ -15,6 +15,9 @@ from scipy import sparse
 
 __all__: list = []
 
+# Incidence matrices of at most this many entries (edges x tasks) are dense.
+_DENSE_INCIDENCE = 1 << 16
+
 
 class _NumpyOps:
     name = "numpy"
@@ -24,7 +27,7 @@ class _NumpyOps:
         """Array operations in numpy; with a problem, also its data and graph."""
         if problem is None:
             return
-        self._X, self._feats = problem.X, problem.features
+        self._problem = problem
         self._y = problem.y
         self._w = problem.sample_weight
         m, T = len(problem.src), problem.n_tasks
@@ -32,7 +35,12 @@ class _NumpyOps:
         cols = np.column_stack([problem.src, problem.dst]).ravel()
         vals = np.tile([1.0, -1.0], m)
         self._D = sparse.csr_matrix((vals, (rows, cols)), shape=(m, T))
-        self._DT = self._D.T.tocsr()
+        if m * T <= _DENSE_INCIDENCE:
+            # small graphs: a dense product beats scipy.sparse's call overhead
+            self._D = self._D.toarray()
+            self._DT = np.ascontiguousarray(self._D.T)
+        else:
+            self._DT = self._D.T.tocsr()
 
     def asarray(self, a, dtype=None):
         return np.asarray(a, dtype=dtype or self.dtype)
@@ -41,8 +49,11 @@ class _NumpyOps:
         return np.asarray(a, dtype=np.intp)
 
     def features(self, rows):
-        """Feature rows: an index array, or a slice for a contiguous chunk."""
-        return self._X[rows][:, self._feats]
+        """Feature rows (dense, or CSR for sparse X), centred and scaled.
+
+        ``rows`` is an index array, or a slice for a contiguous chunk.
+        """
+        return self._problem.feature_rows(rows)
 
     def targets(self, rows):
         return self._y[rows]
@@ -107,6 +118,16 @@ class _NumpyOps:
     def DT(self, Y):
         return self._DT @ Y
 
+    @staticmethod
+    def scatter_edges(Z, s, q, delta):
+        """``Z`` with ``delta`` added at the rows ``s`` and taken at ``q``.
+
+        The edges are node-disjoint (one round): no row appears twice.
+        """
+        Z[s] += delta
+        Z[q] -= delta
+        return Z
+
 
 class _TorchOps:
     name = "torch"
@@ -119,8 +140,11 @@ class _TorchOps:
         self.dtype = torch.float32
         # The features and targets go to the device once; iterations index there.
         self._X = torch.zeros((problem.X.shape[0], problem.n_features), device=device)
+        # (sparse X is made dense there, chunk by chunk).
         for start in range(0, problem.X.shape[0], 65536):
-            chunk = problem.X[start : start + 65536][:, problem.features]
+            chunk = problem.feature_rows(slice(start, start + 65536))
+            if sparse.issparse(chunk):
+                chunk = chunk.toarray()
             self._X[start : start + len(chunk)] = torch.tensor(chunk, dtype=self.dtype)
         ydtype = torch.int64 if problem.loss == "softmax" else self.dtype
         self._y = torch.tensor(problem.y, dtype=ydtype, device=device)
@@ -198,3 +222,9 @@ class _TorchOps:
         out.index_add_(0, self._src, Y)
         out.index_add_(0, self._dst, -Y)
         return out
+
+    @staticmethod
+    def scatter_edges(Z, s, q, delta):
+        Z.index_add_(0, s, delta)
+        Z.index_add_(0, q, -delta)
+        return Z

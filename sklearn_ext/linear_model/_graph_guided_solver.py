@@ -16,16 +16,30 @@ the draws of the data with each row repeated ``w_i`` times, in distribution.
 They then apply a proximal step with step ``eta_t = eta0 / sqrt(t + 1)``:
 
 - ``rip`` (randomized incremental proximal method): the l1 prox (closed form,
-  every step), then the closed-form prox of ``edges_per_step`` edge terms drawn
-  uniformly, each scaled by ``m / edges_per_step`` so that the expected
-  regulariser is the whole graph term;
+  every step), then the closed-form proxes of a random set of edge terms, each
+  scaled by the inverse of the probability that it is drawn, so that the
+  expected regulariser is the whole graph term. ``edge_sampling="matching"``
+  draws one class of a fixed edge colouring (a matching: node-disjoint edges,
+  whose proxes are applied at once; every node talks to at most one
+  neighbour per iteration, as in the block-proximal methods of decentralised
+  optimisation); ``"uniform"`` draws ``edges_per_step`` edges uniformly (the
+  textbook method). With ``edge_memory`` the graph term is sampled with a
+  table of the edges' last subgradients (point-SAGA, Defazio 2016): the step
+  uses the whole stored graph subgradient and the drawn edges correct their
+  entries, so that the variance of the edge sampling vanishes at the optimum
+  and the iterations no longer stall at a level set by that variance;
 - ``prox_sgd``: the prox of the whole nonsmooth part (graph + l1), computed by
   accelerated projected gradient on its dual, warm-started from the previous
-  iteration's dual variables.
+  iteration's dual variables, to a relative tolerance ``inner_tol / sqrt(t +
+  1)`` that tightens with the iterations (an inexact prox whose error shrinks
+  faster than the step keeps the rate of the exact method).
 
 Random draws come from a numpy generator in blocks of iterations, so the numpy
 (CPU) and torch (GPU) backends of ``_graph_guided_ops.py`` run the very same
-iterations.
+iterations. The stopping test evaluates the objective on a fixed subsample of
+the rows every ``CHECK_EVERY`` iterations, whatever the number of samples.
+Features may be a dense array or a CSR matrix (the numpy backend keeps it
+sparse).
 """
 
 # Authors: The sklearn_ext developers
@@ -35,19 +49,44 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 from sklearn_ext.linear_model._graph_guided_ops import _NumpyOps, _TorchOps
 
-__all__ = ["GraphProblem", "objective", "prox_edge", "prox_graph", "solve"]
+__all__ = [
+    "CHECK_EVERY",
+    "RIP_STEP",
+    "GraphProblem",
+    "SolverState",
+    "edge_colouring",
+    "objective",
+    "prox_edge",
+    "prox_graph",
+    "solve",
+]
 
 _CURVATURE = {"squared": 1.0, "logistic": 0.25, "softmax": 0.5}
+
+# Iterations between two evaluations of the stopping test, and the rows it
+# evaluates the objective on: at most max(CHECK_ROWS, 10 * n_tasks *
+# batch_size), evenly spaced, so that a check costs at most about a tenth of
+# the iterations between two checks, whatever the number of samples.
+CHECK_EVERY = 100
+CHECK_ROWS = 5000
+
+# RIP's automatic step is this fraction of prox-SGD's: a sampled edge prox acts
+# with its radius scaled by the inverse of its probability, and at the full
+# step those scaled proxes overshoot (measured on the benchmark's 30-task graph
+# and on a 1000-task graph: steps of 0.1-0.25 times the smoothness step reached
+# a 4-10 times lower objective gap after the same iterations than 1 or 4 times).
+RIP_STEP = 0.2
 
 
 @dataclass
 class GraphProblem:
     """Data and penalties of one fit, independent of the backend."""
 
-    X: np.ndarray  # (n, p): the caller's array, task column included
+    X: object  # (n, p): the caller's array (task column included), or CSR
     features: object  # column selector of the features: slice or index array
     y: np.ndarray  # (n,) float targets, or int class indices
     task_index: np.ndarray  # (n,) int in [0, n_tasks)
@@ -63,6 +102,9 @@ class GraphProblem:
     fit_intercept: bool = True
     # (n,) non-negative weights of mean one, or None (every sample weighs one)
     sample_weight: object = None
+    # Features are (x - center) / scale (dense X; either may be None)
+    center: object = None
+    scale: object = None
     n_features: int = field(init=False)
 
     def __post_init__(self):
@@ -77,6 +119,19 @@ class GraphProblem:
                 self.task_index, weights=self.sample_weight, minlength=self.n_tasks
             )
             self.task_share = total / self.sample_weight.sum()
+
+    def feature_rows(self, rows):
+        """Feature rows (numpy or CSR), centred and scaled."""
+        Xb = self.X[rows]
+        if not isinstance(self.features, slice) or self.features != slice(None):
+            Xb = Xb[:, self.features]
+        if sparse.issparse(Xb):
+            return Xb.tocsr()
+        if self.center is not None:
+            Xb = Xb - self.center
+        if self.scale is not None:
+            Xb = Xb / self.scale
+        return Xb
 
 
 # --- losses and objective ----------------------------------------------------
@@ -100,12 +155,44 @@ def _loss_and_residual(ops, loss, Z, y):
     return value, R
 
 
+def _nonzero_rows(Xb):
+    """Row of every stored entry of a CSR matrix."""
+    return np.repeat(np.arange(Xb.shape[0]), np.diff(Xb.indptr))
+
+
 def _scores(ops, Xb, W, B, tb):
     """Scores (N, K) of rows Xb (N, d) under the weights of tasks tb (N,)."""
-    return ops.einsum("nd,nkd->nk", Xb, W[tb]) + B[tb]
+    if not sparse.issparse(Xb):
+        return ops.einsum("nd,nkd->nk", Xb, W[tb]) + B[tb]
+    rows = _nonzero_rows(Xb)
+    owner = tb[rows]
+    N, K = Xb.shape[0], W.shape[1]
+    Z = np.empty((N, K))
+    for k in range(K):
+        Z[:, k] = np.bincount(
+            rows, weights=Xb.data * W[owner, k, Xb.indices], minlength=N
+        )
+    return Z + B[tb]
 
 
-def objective(problem, W, B, ops=None, chunk=65536):
+def _task_gradient(ops, R, Xb, tb, T):
+    """Per-task sums ``G[t, k] = sum over rows of task t of R[n, k] x_n``."""
+    K = R.shape[1]
+    if not sparse.issparse(Xb):
+        d = Xb.shape[1]
+        return ops.einsum("tbk,tbd->tkd", R.reshape(T, -1, K), Xb.reshape(T, -1, d))
+    d = Xb.shape[1]
+    rows = _nonzero_rows(Xb)
+    flat = tb[rows] * (K * d) + Xb.indices
+    G = np.zeros(T * K * d)
+    for k in range(K):
+        G += np.bincount(
+            flat + k * d, weights=Xb.data * R[rows, k], minlength=T * K * d
+        )
+    return G.reshape(T, K, d)
+
+
+def objective(problem, W, B, ops=None, chunk=65536, rows=None):
     """Objective ``F(W, B)`` of the problem (float), in chunks of rows.
 
     With sample weights, the data term is their weighted mean of the losses.
@@ -119,23 +206,32 @@ def objective(problem, W, B, ops=None, chunk=65536):
         numpy when None (then W and B are numpy arrays).
     chunk : int, default=65536
         Rows per chunk, which bounds the temporary memory.
+    rows : ndarray of int or None, default=None
+        Evaluate the data term as the (weighted) mean over these rows only
+        (the stopping test's subsample); None: over all rows.
 
     Returns
     -------
     float
     """
     ops = ops or _NumpyOps(problem)
-    n = problem.X.shape[0]
+    n = problem.X.shape[0] if rows is None else len(rows)
     total = 0.0
     for start in range(0, n, chunk):
-        rows = slice(start, min(start + chunk, n))
-        tb = ops.index(problem.task_index[rows])
-        Z = _scores(ops, ops.features(rows), W, B, tb)
-        value, _ = _loss_and_residual(ops, problem.loss, Z, ops.targets(rows))
-        weights = ops.weights(rows)
+        part = (
+            slice(start, min(start + chunk, n))
+            if rows is None
+            else rows[start : start + chunk]
+        )
+        tb = ops.index(problem.task_index[part])
+        Z = _scores(ops, ops.features(part), W, B, tb)
+        value, _ = _loss_and_residual(ops, problem.loss, Z, ops.targets(part))
+        weights = ops.weights(part)
         total += float((value if weights is None else value * weights).sum())
     weights = problem.sample_weight
-    value = total / (n if weights is None else float(weights.sum()))
+    if weights is not None:
+        n = float(weights.sum() if rows is None else weights[rows].sum())
+    value = total / max(n, 1e-300)
     Wf = W.reshape(W.shape[0], -1)
     if problem.l2:
         value += 0.5 * problem.l2 * ops.sum_sq(Wf)
@@ -206,14 +302,7 @@ def apply_edge_proxes(ops, Wf, edges, src, dst, lam):
     rounds of node-disjoint edges (:func:`edge_rounds`).
     """
     for group in edge_rounds(edges, src, dst):
-        group = np.asarray(group)
-        s, q = ops.index(src[group]), ops.index(dst[group])
-        diff = Wf[s] - Wf[q]
-        factor = ops.minimum(
-            0.5, ops.asarray(lam[group]) / (ops.row_norms(diff) + 1e-300)
-        )[:, None]
-        Wf[s] = Wf[s] - factor * diff
-        Wf[q] = Wf[q] + factor * diff
+        Wf = _edge_round(ops, Wf, np.asarray(group), src, dst, lam)
     return Wf
 
 
@@ -276,26 +365,37 @@ def step_size_auto(problem, batch_size):
     squared loss, 1/4 logistic, 1/2 softmax, and ``x~`` includes the intercept's 1.
     With sample weights (rows drawn in proportion to them), ``X~_t' X~_t / n_t``
     is their weighted mean of ``x~ x~'`` and the maximum runs over the rows of
-    positive weight. The l2 strength adds to every block.
+    positive weight. The l2 strength adds to every block. Features are taken as
+    the solver sees them (centred and scaled).
     """
-    X, feats, c = problem.X, problem.features, _CURVATURE[problem.loss]
+    c = _CURVATURE[problem.loss]
     b = batch_size
     smooth = np.zeros(problem.n_tasks)
     for t in range(problem.n_tasks):
         rows = problem.order[problem.starts[t] : problem.starts[t] + problem.counts[t]]
+        w = None
         if problem.sample_weight is not None:
             w = problem.sample_weight[rows]
             rows, w = rows[w > 0], w[w > 0]
-            if not len(rows):
-                continue  # a task of zero weight: its block of the gradient is 0
-        Xt = X[rows][:, feats]
-        if problem.fit_intercept:
-            Xt = np.column_stack([Xt, np.ones(len(Xt))])
-        max_sq = float(np.einsum("ij,ij->i", Xt, Xt).max())
-        if problem.sample_weight is None:
-            lam = _top_eigenvalue(Xt) / len(Xt)
+        if not len(rows):
+            continue  # a task without (weighted) rows: its gradient block is 0
+        Xt = problem.feature_rows(rows)
+        if sparse.issparse(Xt):
+            if problem.fit_intercept:
+                Xt = sparse.hstack([Xt, np.ones((Xt.shape[0], 1))]).tocsr()
+            max_sq = float(Xt.multiply(Xt).sum(axis=1).max())
         else:
-            lam = _top_eigenvalue(Xt * np.sqrt(w / w.sum())[:, None])
+            if problem.fit_intercept:
+                Xt = np.column_stack([Xt, np.ones(len(Xt))])
+            max_sq = float(np.einsum("ij,ij->i", Xt, Xt).max())
+        if w is None:
+            lam = _top_eigenvalue(Xt) / Xt.shape[0]
+        else:
+            root = np.sqrt(w / w.sum())
+            scaled = (
+                sparse.diags(root) @ Xt if sparse.issparse(Xt) else Xt * root[:, None]
+            )
+            lam = _top_eigenvalue(scaled)
         smooth[t] = c * ((1.0 - 1.0 / b) * lam + max_sq / b)
     L = problem.task_share * smooth + problem.l2
     return 1.0 / max(float(L.max()), 1e-12)
@@ -304,7 +404,9 @@ def step_size_auto(problem, batch_size):
 def _top_eigenvalue(A, n_iter=30):
     """Largest eigenvalue of ``A' A``: exact for few columns, else power iteration."""
     if A.shape[1] <= 256:
-        return float(np.linalg.eigvalsh(A.T @ A)[-1])
+        gram = A.T @ A
+        gram = gram.toarray() if sparse.issparse(gram) else gram
+        return float(np.linalg.eigvalsh(gram)[-1])
     v = np.ones(A.shape[1]) / np.sqrt(A.shape[1])
     value = 0.0
     for _ in range(n_iter):
@@ -312,6 +414,25 @@ def _top_eigenvalue(A, n_iter=30):
         value = float(np.linalg.norm(w))
         v = w / max(value, 1e-300)
     return value
+
+
+@dataclass
+class SolverState:
+    """Where a run stopped, to continue it (``partial_fit``, warm starts).
+
+    Arrays are numpy, in the solver's (centred and scaled) coordinates.
+    ``t`` counts the iterations run, which sets the next step; ``dual`` holds
+    the edges' dual variables: the warm start of ``prox_sgd``'s prox, or
+    ``rip``'s table of edge subgradients (None without edges or memory).
+    """
+
+    W: np.ndarray
+    B: np.ndarray
+    W_avg: np.ndarray
+    B_avg: np.ndarray
+    t: int = 0
+    dual: object = None
+    dual_alpha: float = 0.0  # the alpha the dual variables were computed for
 
 
 @dataclass
@@ -323,6 +444,19 @@ class SolveResult:
     n_iter: int
     converged: bool
     curve: list
+    state: SolverState
+    eta0: float
+    # prox_sgd: prox calls, dual iterations in all, calls that hit the cap
+    inner: dict = field(default_factory=dict)
+
+
+def check_rows(problem, batch_size):
+    """Rows the stopping test evaluates the objective on (evenly spaced)."""
+    n = problem.X.shape[0]
+    size = max(CHECK_ROWS, 10 * problem.n_tasks * batch_size)
+    if n <= size:
+        return None
+    return np.unique(np.linspace(0, n - 1, size).round().astype(np.intp))
 
 
 def solve(
@@ -331,84 +465,124 @@ def solve(
     solver="rip",
     batch_size=8,
     edges_per_step=1,
+    edge_sampling="matching",
+    edge_memory=True,
     eta0=None,
     max_iter=10000,
     tol=None,
     n_iter_no_change=5,
     average=False,
     record_objective=False,
-    inner_max_iter=50,
-    inner_tol=1e-2,
+    inner_max_iter=200,
+    inner_tol=0.3,
     rng=None,
     device=None,
-    W0=None,
-    B0=None,
+    state=None,
     progress=None,
+    callback=None,
 ):
     """Run the stochastic proximal iterations; see the module docstring.
+
+    ``state`` (a :class:`SolverState`) continues a run: its weights, step
+    counter and dual variables. ``callback(t, W, B)``, when given, is called
+    after every iteration with the backend's arrays (for benchmarks' traces);
+    a true return value stops the run.
 
     Returns
     -------
     SolveResult
         Last and averaged iterates (numpy), iterations run, whether the stopping
-        rule was met (always False when ``tol`` is None), and the objective trace
-        as rows ``(iteration, F(last), F(average))`` when ``record_objective``.
+        rule was met (always False when ``tol`` is None), the objective trace
+        as rows ``(iteration, F(last), F(average))`` when ``record_objective``,
+        the state to continue from, the step used and the inner statistics.
     """
     ops = _NumpyOps(problem) if device is None else _TorchOps(problem, device)
     T, K, d = problem.n_tasks, problem.n_outputs, problem.n_features
-    b, m = batch_size, len(problem.src)
-    eta0 = step_size_auto(problem, batch_size) if eta0 is None else float(eta0)
-    W = ops.zeros((T, K, d)) if W0 is None else ops.asarray(W0)
-    B = ops.zeros((T, K)) if B0 is None else ops.asarray(B0)
-    W_avg, B_avg = W * 1.0, B * 1.0
+    b = batch_size
+    if eta0 is None:
+        eta0 = step_size_auto(problem, batch_size)
+        if solver == "rip" and len(problem.src):
+            eta0 *= RIP_STEP
+    eta0 = float(eta0)
+    t0 = 0 if state is None else state.t
+    if state is None:
+        W, B = ops.zeros((T, K, d)), ops.zeros((T, K))
+        W_avg, B_avg = W * 1.0, B * 1.0
+    else:
+        W, B = ops.asarray(state.W), ops.asarray(state.B)
+        W_avg, B_avg = ops.asarray(state.W_avg), ops.asarray(state.B_avg)
     share = ops.asarray(problem.task_share)[:, None, None] / b
-    prox = _ProxStep(problem, ops, solver, edges_per_step, inner_max_iter, inner_tol)
+    prox = _ProxStep(
+        problem,
+        ops,
+        solver,
+        edges_per_step,
+        edge_sampling,
+        edge_memory,
+        inner_max_iter,
+        inner_tol,
+        state,
+    )
     draw_rows = _row_sampler(problem)
-    check_every = max(50, math.ceil(problem.X.shape[0] / (T * b)))
-    checkpoints = set(np.unique(np.geomspace(1, max_iter, 60).astype(int)).tolist())
-    checkpoints |= {10**k for k in range(int(math.log10(max_iter)) + 1)} | {max_iter}
+    sub = None if tol is None else check_rows(problem, batch_size)
+    end = t0 + max_iter
+    checkpoints = set(
+        (t0 + np.unique(np.geomspace(1, max_iter, 60).astype(int))).tolist()
+    )
+    checkpoints |= {t0 + 10**k for k in range(int(math.log10(max_iter)) + 1)} | {end}
     curve = []
-    best, stall, converged = math.inf, 0, False
+    best, stall, converged, stopped = math.inf, 0, False, False
     block = max(1, min(1024, (1 << 20) // max(1, T * b)))
     tb = ops.index(np.repeat(np.arange(T), b))
-    t = 0
-    while t < max_iter and not converged:
+    t = t0
+    while t < end and not (converged or stopped):
         # Draw a block of iterations' samples and edges at once, on the CPU.
-        n_block = min(block, max_iter - t)
+        n_block = min(block, end - t)
         rows_block = ops.index(draw_rows(rng.random_sample((n_block, T, b))))
-        edges_block = rng.randint(m, size=(n_block, edges_per_step)) if m else None
+        edges_block = prox.draw(rng, n_block)
         for j in range(n_block):
             eta = eta0 / math.sqrt(t + 1.0)
             W, B = _gradient_step(
                 problem, ops, W, B, rows_block[j].reshape(-1), tb, share, eta
             )
             edges = None if edges_block is None else edges_block[j]
-            W = prox(W.reshape(T, K * d), eta, edges).reshape(T, K, d)
+            W = prox(W.reshape(T, K * d), eta, edges, t).reshape(T, K, d)
             t += 1
             if average or record_objective:
-                W_avg = W_avg + (W - W_avg) / t
-                B_avg = B_avg + (B - B_avg) / t
+                n_avg = t - t0 if state is None else t
+                W_avg = W_avg + (W - W_avg) / n_avg
+                B_avg = B_avg + (B - B_avg) / n_avg
             if record_objective and t in checkpoints:
                 f_last = objective(problem, W, B, ops)
                 curve.append((t, f_last, objective(problem, W_avg, B_avg, ops)))
-            if tol is not None and t % check_every == 0:
+            if tol is not None and (t - t0) % CHECK_EVERY == 0:
                 Wc, Bc = (W_avg, B_avg) if average else (W, B)
-                f = objective(problem, Wc, Bc, ops)
+                f = objective(problem, Wc, Bc, ops, rows=sub)
                 stall = stall + 1 if f > best - tol * max(abs(best), 1e-12) else 0
                 best = min(best, f)
                 if stall >= n_iter_no_change:
                     converged = True
-                    break
             if progress is not None:
                 progress.update(1)
+            if callback is not None and callback(t, W, B):
+                stopped = True
+            if converged or stopped:
+                break
+    W_np, B_np = ops.to_numpy(W), ops.to_numpy(B)
+    Wa_np, Ba_np = ops.to_numpy(W_avg), ops.to_numpy(B_avg)
     return SolveResult(
-        W=ops.to_numpy(W),
-        B=ops.to_numpy(B),
-        W_avg=ops.to_numpy(W_avg),
-        B_avg=ops.to_numpy(B_avg),
-        n_iter=t,
+        W=W_np,
+        B=B_np,
+        W_avg=Wa_np,
+        B_avg=Ba_np,
+        n_iter=t - t0,
         converged=converged,
         curve=curve,
+        state=SolverState(
+            W_np, B_np, Wa_np, Ba_np, t, prox.dual_numpy(), problem.alpha
+        ),
+        eta0=eta0,
+        inner=dict(prox.inner),
     )
 
 
@@ -418,28 +592,33 @@ def _row_sampler(problem):
     Row ``k`` of task t is drawn with probability ``w_k / W_t`` (``1 / n_t``
     without sample weights): ``u`` scaled to the task's total weight, located
     in the cumulative weights of its rows. Rows of zero weight are never drawn.
+    A task without rows (a streamed batch, a cross-validation fold) draws row
+    0, whose gradient its zero share cancels.
     """
     counts, starts, order = problem.counts, problem.starts, problem.order
+    n = len(order)
     if problem.sample_weight is None:
 
         def draw(u):
             within = (u * counts[:, None]).astype(np.intp)
-            return order[starts[:, None] + within]
+            return order[np.minimum(starts[:, None] + within, n - 1)]
 
         return draw
 
     weights = problem.sample_weight[order]
     cum = np.concatenate([[0.0], np.cumsum(weights)])
+    safe = np.minimum(starts, n - 1)
     before = cum[starts]
     total = cum[starts + counts] - before
     # The last row of positive weight of each task (its first row if none):
     # where a draw that rounds up to the task's end lands.
     positive = np.where(weights > 0, np.arange(len(weights)), -1)
-    last = np.maximum(np.maximum.reduceat(positive, starts), starts)
+    last = np.maximum(np.maximum.reduceat(positive, safe), safe)
+    last = np.where(counts > 0, last, safe)
 
     def draw(u):
         pos = np.searchsorted(cum[1:], before[:, None] + u * total[:, None], "right")
-        return order[np.clip(pos, starts[:, None], last[:, None])]
+        return order[np.clip(pos, safe[:, None], last[:, None])]
 
     return draw
 
@@ -451,57 +630,127 @@ def _gradient_step(problem, ops, W, B, rows, tb, share, eta):
     _, R = _loss_and_residual(
         ops, problem.loss, _scores(ops, Xb, W, B, tb), ops.targets(rows)
     )
-    R = R.reshape(T, -1, K)
-    gW = ops.einsum("tbk,tbd->tkd", R, Xb.reshape(T, -1, d)) * share
+    gW = _task_gradient(ops, R, Xb, tb, T) * share
     if problem.l2:
         gW = gW + problem.l2 * W
     W = W - eta * gW
     if problem.fit_intercept:
-        B = B - eta * R.sum(1) * share[:, :, 0]
+        B = B - eta * R.reshape(T, -1, K).sum(1) * share[:, :, 0]
     return W, B
+
+
+def edge_colouring(src, dst, n_nodes):
+    """Greedy proper edge colouring: a colour per edge, no two sharing a node.
+
+    Each colour class is a matching. Edges are coloured in the order of their
+    endpoints' decreasing degree, each with the smallest colour free at both
+    ends, which uses at most ``2 * max_degree - 1`` colours (usually close to
+    ``max_degree``).
+    """
+    degree = np.bincount(src, minlength=n_nodes) + np.bincount(dst, minlength=n_nodes)
+    order = np.argsort(-(degree[src] + degree[dst]), kind="stable")
+    used = [set() for _ in range(n_nodes)]
+    colour = np.empty(len(src), dtype=np.intp)
+    for e in order.tolist():
+        s, q = int(src[e]), int(dst[e])
+        taken = used[s] | used[q]
+        c = 0
+        while c in taken:
+            c += 1
+        colour[e] = c
+        used[s].add(c)
+        used[q].add(c)
+    return colour
 
 
 class _ProxStep:
     """The proximal step of one iteration of ``"rip"`` or ``"prox_sgd"``.
 
     It keeps the solver's state between iterations: the dual variables that
-    warm-start the prox of ``"prox_sgd"``.
+    warm-start the prox of ``"prox_sgd"``, or the table of edge subgradients of
+    ``"rip"`` with memory.
     """
 
-    def __init__(self, problem, ops, solver, edges_per_step, inner_max_iter, tol):
+    def __init__(
+        self,
+        problem,
+        ops,
+        solver,
+        edges_per_step,
+        edge_sampling,
+        edge_memory,
+        inner_max_iter,
+        tol,
+        state,
+    ):
         self.problem, self.ops, self.solver = problem, ops, solver
         self.edges_per_step = edges_per_step
         self.inner_max_iter, self.inner_tol = inner_max_iter, tol
         self.radii = problem.alpha * problem.edge_weight
+        self.inner = {"calls": 0, "iterations": 0, "capped": 0}
         m = len(problem.src)
+        K, d = problem.n_outputs, problem.n_features
+        self.m = m
+        self.sampling = edge_sampling
+        self.memory = solver == "rip" and edge_memory and m > 0
+        dual = None if state is None else state.dual
+        if dual is not None and state.dual_alpha and problem.alpha != state.dual_alpha:
+            # A new alpha (a path): the duals keep their direction, scaled to
+            # the new radii.
+            dual = dual * (problem.alpha / state.dual_alpha)
         if solver == "prox_sgd":
-            K, d = problem.n_outputs, problem.n_features
             self.radii_ops = ops.asarray(self.radii)
-            self.Y_dual = ops.zeros((m, K * d))
+            self.Y_dual = ops.zeros((m, K * d)) if dual is None else ops.asarray(dual)
             self.D_norm2 = _laplacian_norm(problem) if m else 0.0
             self.prev_eta = None
+        elif m:
+            if edge_sampling == "matching":
+                colour = edge_colouring(problem.src, problem.dst, problem.n_tasks)
+                self.classes = [
+                    np.flatnonzero(colour == c) for c in range(colour.max() + 1)
+                ]
+                self.scale = float(len(self.classes))  # 1 / P(edge drawn)
+            else:
+                self.scale = m / edges_per_step
+            if self.memory:
+                self.Y = ops.zeros((m, K * d)) if dual is None else ops.asarray(dual)
+                # Z = D' Y: the sum of the stored edge subgradients, per node
+                self.Z = ops.DT(self.Y)
 
-    def __call__(self, Wf, eta, edges):
+    def draw(self, rng, n_block):
+        """The edges of ``n_block`` iterations (None without edges or for prox_sgd)."""
+        if self.solver != "rip" or not self.m:
+            return None
+        if self.sampling == "matching":
+            return rng.randint(len(self.classes), size=n_block)
+        return rng.randint(self.m, size=(n_block, self.edges_per_step))
+
+    def dual_numpy(self):
+        if self.solver == "prox_sgd" and self.m:
+            return self.ops.to_numpy(self.Y_dual)
+        if self.memory:
+            return self.ops.to_numpy(self.Y)
+        return None
+
+    def __call__(self, Wf, eta, edges, t):
         """Prox at the flat weights ``Wf`` (T, K * d) with step ``eta``.
 
-        ``edges`` are the edges drawn for this iteration (used by ``"rip"``).
+        ``edges`` are the edges drawn for this iteration (``"rip"``): a colour
+        class (matching) or edge indices; ``t`` the iteration (``"prox_sgd"``'s
+        tightening tolerance).
         """
         problem, ops = self.problem, self.ops
-        m = len(problem.src)
         if self.solver == "rip":
-            if problem.l1:
+            if self.m:
+                Wf = self._edge_proxes(Wf, eta, edges)
+            if problem.l1:  # last, so that its zeros are exact
                 Wf = ops.soft_threshold(Wf, eta * problem.l1)
-            if m:
-                scale = eta * m / self.edges_per_step
-                Wf = apply_edge_proxes(
-                    ops, Wf, edges, problem.src, problem.dst, scale * self.radii
-                )
             return Wf
-        if m:
+        if self.m:
             if self.prev_eta is not None:  # rescale the warm start to the new radii
                 self.Y_dual = self.Y_dual * (eta / self.prev_eta)
             self.prev_eta = eta
-            Wf, self.Y_dual, _ = prox_graph(
+            Wf, self.Y_dual, n_inner = prox_graph(
                 ops,
                 Wf,
                 eta * self.radii_ops,
@@ -509,21 +758,73 @@ class _ProxStep:
                 self.Y_dual,
                 self.D_norm2,
                 max_iter=self.inner_max_iter,
-                tol=self.inner_tol,
+                tol=self.inner_tol / math.sqrt(t + 1.0),
             )
+            self.inner["calls"] += 1
+            self.inner["iterations"] += n_inner
+            self.inner["capped"] += n_inner >= self.inner_max_iter
         elif problem.l1:
             Wf = ops.soft_threshold(Wf, eta * problem.l1)
         return Wf
+
+    def _edge_proxes(self, Wf, eta, edges):
+        """RIP's proxes of the drawn edges (with the table, under memory)."""
+        problem, ops = self.problem, self.ops
+        lam = eta * self.scale * self.radii
+        if self.sampling == "matching":
+            rounds = [self.classes[edges]]
+        else:
+            rounds = [
+                np.asarray(r) for r in edge_rounds(edges, problem.src, problem.dst)
+            ]
+        if not self.memory:
+            for group in rounds:
+                Wf = _edge_round(ops, Wf, group, problem.src, problem.dst, lam)
+            return Wf
+        # Point-SAGA on the graph term: step with the whole stored
+        # subgradient, then each drawn edge trades its stored entry for
+        # its prox.
+        Wf = Wf - eta * self.Z
+        for group in rounds:
+            s = ops.index(problem.src[group])
+            q = ops.index(problem.dst[group])
+            g = ops.index(group)
+            old = self.Y[g]
+            step = eta * self.scale
+            Wf[s] = Wf[s] + step * old
+            Wf[q] = Wf[q] - step * old
+            Wf, shift = _edge_round(
+                ops, Wf, group, problem.src, problem.dst, lam, return_shift=True
+            )
+            new = shift / step
+            self.Y[g] = new
+            delta = new - old
+            self.Z = ops.scatter_edges(self.Z, s, q, delta)
+        return Wf
+
+
+def _edge_round(ops, Wf, group, src, dst, lam, return_shift=False):
+    """Proxes of the node-disjoint edges ``group`` at once (see prox_edge)."""
+    s, q = ops.index(src[group]), ops.index(dst[group])
+    diff = Wf[s] - Wf[q]
+    factor = ops.minimum(0.5, ops.asarray(lam[group]) / (ops.row_norms(diff) + 1e-300))[
+        :, None
+    ]
+    shift = factor * diff
+    Wf[s] = Wf[s] - shift
+    Wf[q] = Wf[q] + shift
+    return (Wf, shift) if return_shift else Wf
 
 
 def _laplacian_norm(problem):
     """Largest eigenvalue of the (unweighted) graph Laplacian, ``||D||_2^2``."""
     T, src, dst = problem.n_tasks, problem.src, problem.dst
+    if T > 2000:
+        degree = np.bincount(src, minlength=T) + np.bincount(dst, minlength=T)
+        return 2.0 * float(degree.max())  # Gershgorin bound
     lap = np.zeros((T, T))
     np.add.at(lap, (src, src), 1.0)
     np.add.at(lap, (dst, dst), 1.0)
     np.add.at(lap, (src, dst), -1.0)
     np.add.at(lap, (dst, src), -1.0)
-    if T <= 2000:
-        return float(np.linalg.eigvalsh(lap)[-1])
-    return 2.0 * float(np.diag(lap).max())  # Gershgorin bound
+    return float(np.linalg.eigvalsh(lap)[-1])
