@@ -181,6 +181,11 @@ n_features_in_, feature_names_in_
         return {**params, "max_iter": 200, "n_alphas": 2, "cv": 2}
 
     @classmethod
+    def _gpu_check_params(cls):
+        params, n_samples = super()._gpu_check_params()
+        return {**params, "max_iter": 100, "n_alphas": 2, "cv": 2}, n_samples
+
+    @classmethod
     def _demo(cls):
         """The regressor's demo data and baselines, alpha chosen by the CV."""
         from sklearn.model_selection import train_test_split
