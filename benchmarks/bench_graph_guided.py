@@ -9,19 +9,41 @@ Student-t (2.5 degrees of freedom) noise, and the log-log slope over T in
 f* is the exact optimum (cvxpy/Clarabel on the per-task sufficient statistics,
 checked against the plain formulation).
 
-Part 2, speed. The same problem at 1e4, 1e5 and 1e6 samples in all: seconds to
-reach 1e-3 relative suboptimality and peak memory growth (RSS above the level
-with the data loaded), each solver in its own process:
+Part 2, speed: the whole time a user waits for 1e-3 relative suboptimality,
+each method once, in its own process (limit ``PEER_TIMEOUT``), on
 
-- sklearn_ext prox_sgd, rip and rip with 8 edges per step: fits with max_iter
-  doubled from 250 until the last iterate is within 1e-3; the time of that
-  successful fit is reported;
-- cvxpy (Clarabel), the problem written on the data as a user would;
-- copt 0.9.2's primal-dual (Condat-Vu) splitting with a group-lasso prox on the
-  edge differences, stopped by a callback once within 1e-3.
+- the 30-task stochastic-block problem of part 1 at 1e4, 1e5 and 1e6 samples;
+- large sparse task graphs (``_graph_guided_data.make_large_graph``: a ring
+  lattice plus random chords, about 5 edges per node, contiguous groups) with
+  1e3 and 1e4 tasks, 1e6 samples;
 
-A peer that passes the time limit is reported as such. Run:
-``python benchmarks/bench_graph_guided.py`` (``--quick`` for a smoke run).
+all with 20 features, noise 1, alpha=0.05 and ``standardize=False`` (the
+problem the cvxpy references solve). f* is cvxpy/Clarabel on the per-task
+sufficient statistics (``gram_optimum``), itself one of the timed peers; where
+it fails (on the 1e4-task graph Clarabel's factorisation asks for ~34 GB), the
+value of this file's dual FISTA on the same statistics, certified by a duality
+gap below 1e-10 (a peer too, and a check of gram_optimum everywhere else).
+Methods:
+
+- sklearn_ext ``prox_sgd``, ``rip`` (matching + edge memory, the default),
+  ``rip textbook`` (one uniform edge per step, no memory), ``rip, no memory``
+  and ``rip uniform + memory``: one run of the solver with a callback that
+  evaluates the objective at ~4 log-spaced iterations per decade, off the
+  clock, and stops at the first check within 1e-3, or at ``MAX_ITER``
+  iterations or ``SOLVER_SECONDS`` of solver time (then the status says so);
+- ``prox_sgd default fit`` and ``rip default fit``: ``GraphGuidedRegressor``
+  at its defaults (tol=1e-4, max_iter) with ``standardize=False``: the wall
+  time of ``fit``, and the accuracy it stopped at;
+- cvxpy (Clarabel) on the plain formulation and on the sufficient statistics;
+- dual FISTA on the sufficient statistics, to a certified duality gap;
+- copt 0.9.2's primal-dual (Condat-Vu) splitting (30-task problem only).
+
+Run ``python benchmarks/bench_graph_guided.py [--quick] [--speed-only]
+[--large-only]``: ``--quick`` is a smoke run on small sizes, ``--speed-only``
+skips part 1, ``--large-only`` runs part 2 on the large graphs only (into
+``results/graph_guided_speed_large.*``, leaving the full table as it is). The
+table is rewritten after each problem, so an interrupted run keeps the
+problems done.
 """
 
 import json
@@ -33,11 +55,15 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS, measure, write_results
+from _common import RESULTS, measure, peak_memory, write_results
+from _graph_guided_data import make_large_graph, n_edges
 from graph_guided_reference import gram_optimum
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 
 from sklearn_ext.datasets import make_graph_multitask
 from sklearn_ext.linear_model import GraphGuidedRegressor
+from sklearn_ext.linear_model._graph_guided_solver import objective, solve
 
 ALPHA, N_TASKS, N_FEATURES = 0.05, 30, 20
 # Our variants: the two solvers at their defaults, and RIP with 8 edge proxes per
@@ -47,8 +73,6 @@ VARIANTS = {
     "rip": {"solver": "rip"},
     "rip, 8 edges/step": {"solver": "rip", "edges_per_step": 8},
 }
-PEER_TIMEOUT = 300
-MAX_PEER_ITER = 20_000
 TARGET = 1e-3
 
 
@@ -149,36 +173,330 @@ def plot_rates(curves, path):
     fig.savefig(path, dpi=120)
 
 
-# --- part 2: speed, one process per solver and size ----------------------------
+# --- part 2: speed, one process per method and problem --------------------------
+
+# Budgets of the full run (--quick shrinks them, see QUICK_BUDGET), sized so
+# that the whole speed part takes about half an hour on 2 CPUs.
+PEER_TIMEOUT = 150  # wall-clock seconds of each method's process
+SOLVER_SECONDS = 30  # solver time of a solve() run (checks off the clock)
+MAX_ITER = 200_000  # iterations of a solve() run
+MAX_PEER_ITER = 20_000  # iterations of copt
+# The duality-gap certificate of f*: relative gap to reach, and its time limit.
+CERT_RTOL, CERT_SECONDS = 1e-10, 300
+CHECKS_PER_DECADE = 4
+BUDGET = {
+    "seconds": SOLVER_SECONDS,
+    "max_iter": MAX_ITER,
+    "peer_iter": MAX_PEER_ITER,
+    "timeout": PEER_TIMEOUT,
+}
+QUICK_BUDGET = {
+    "seconds": 1,
+    "max_iter": 5_000,
+    "peer_iter": 500,
+    "timeout": 60,
+}
+SBM_SIZES, QUICK_SBM_SIZES = [10_000, 1_000_000], [3_000, 30_000]
+LARGE_GRAPHS = [(1_000, 1_000_000), (10_000, 1_000_000)]  # (tasks, samples)
+QUICK_LARGE_GRAPHS = [(200, 20_000)]
+
+SOLVE_VARIANTS = {
+    "prox_sgd": {"solver": "prox_sgd"},
+    "rip": {"solver": "rip"},
+    "rip textbook": {"solver": "rip", "edge_sampling": "uniform", "edge_memory": False},
+    "rip, no memory": {"solver": "rip", "edge_memory": False},
+    "rip uniform + memory": {"solver": "rip", "edge_sampling": "uniform"},
+}
+DEFAULT_FITS = {
+    "prox_sgd default fit": {"solver": "prox_sgd"},
+    "rip default fit": {"solver": "rip"},
+}
+GRAM = "cvxpy, sufficient statistics"
+CERT = "dual FISTA, sufficient statistics"
+METHODS = (*SOLVE_VARIANTS, *DEFAULT_FITS, "cvxpy", GRAM, CERT, "copt")
 
 
-def worker(name, n_total, f_star):
-    """Run one solver to TARGET in this process; print a JSON line."""
-    data = _data(n_total)
+def _speed_data(problem):
+    if problem["graph"] == "sbm":
+        return _data(problem["n_samples"])
+    return make_large_graph(
+        problem["n_tasks"], problem["n_samples"], N_FEATURES, noise=1.0, seed=0
+    )
+
+
+def _speed_probe(data):
+    """A one-iteration fit that carries the problem's tasks and edges.
+
+    RIP with one uniform edge, no memory and a fixed step: it computes neither
+    a step size nor an edge colouring, so that the solver's own set-up stays in
+    the solver's time.
+    """
+    probe = GraphGuidedRegressor(
+        alpha=ALPHA,
+        graph=data.adjacency,
+        task_column=0,
+        standardize=False,
+        solver="rip",
+        edge_sampling="uniform",
+        edge_memory=False,
+        eta0=1.0,
+        max_iter=1,
+        tol=None,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return probe.fit(data.data, data.target)
+
+
+def _marks(max_iter):
+    """Iterations of the checks: round(10^(k / CHECKS_PER_DECADE)), and the last."""
+    k = np.arange(int(CHECKS_PER_DECADE * math.log10(max_iter)) + 1)
+    marks = np.unique(np.round(10.0 ** (k / CHECKS_PER_DECADE)).astype(int))
+    return set(marks[marks <= max_iter].tolist()) | {max_iter}
+
+
+def _solve_run(data, params, f_star, budget):
+    """One solver run to TARGET, timed without its checks (see the notes)."""
     X, y = data.data, data.target
-    threshold = f_star * (1 + TARGET)
-    if name in VARIANTS:
-        iters = 250
-        while True:
-            model = _model(data, max_iter=iters, **VARIANTS[name])
-            stats, model = measure(lambda m=model: m.fit(X, y), repeat=1, warmup=False)
-            f = model.objective(X, y)
-            result = {**stats, "iterations": iters, "f": f}
-            if f <= threshold:
-                break
-            if iters >= 128_000:
-                result["status"] = f"not within {TARGET} after {iters} iterations"
-                break
-            iters *= 2
-    elif name == "cvxpy":
+    p = GraphGuidedRegressor(standardize=False, random_state=0, **params).get_params()
+    max_iter, seconds = budget["max_iter"], budget["seconds"]
+    marks = _marks(max_iter)
+    out = {"trace": []}
+
+    def run():
+        start = time.perf_counter()
+        probe = _speed_probe(data)
+        Xv, feats, labels, _ = probe._validate(X, fitting=False)
+        problem = probe._problem(
+            Xv,
+            feats,
+            probe._encode_targets(y),
+            probe._task_indices(labels),
+            "squared",
+            1,
+            probe._edges,
+            None,
+        )
+        out["setup"] = time.perf_counter() - start
+        clock = {"spent": 0.0, "since": 0.0}
+
+        def check(t, W, B):
+            spent = clock["spent"] + time.perf_counter() - clock["since"]
+            over = spent >= seconds
+            if t not in marks and not over:
+                return False
+            clock["spent"] = spent
+            f = objective(problem, W, B)
+            rel = (f - f_star) / f_star
+            out["trace"].append([t, spent, rel])
+            out.update(t=t, spent=spent, f=f, rel=rel, over=over)
+            clock["since"] = time.perf_counter()
+            return rel <= TARGET or over
+
+        clock["since"] = time.perf_counter()
+        solve(
+            problem,
+            solver=p["solver"],
+            batch_size=p["batch_size"],
+            edges_per_step=p["edges_per_step"],
+            edge_sampling=p["edge_sampling"],
+            edge_memory=p["edge_memory"],
+            eta0=None if p["eta0"] == "auto" else p["eta0"],
+            max_iter=max_iter,
+            tol=None,
+            inner_max_iter=p["inner_max_iter"],
+            inner_tol=p["inner_tol"],
+            rng=check_random_state(p["random_state"]),
+            callback=check,
+        )
+
+    peak, _ = peak_memory(run)
+    result = {
+        "peak_mb": peak,
+        "iterations": out["t"],
+        "f": out["f"],
+        "setup_seconds": out["setup"],
+        "solver_seconds": out["spent"],
+        "trace": out["trace"],
+    }
+    if out["rel"] <= TARGET:
+        result["seconds"] = out["setup"] + out["spent"]
+    else:
+        which = "time" if out["over"] else "iteration"
+        result["status"] = (
+            f"not within {TARGET} after {out['t']} iterations / "
+            f"{out['spent']:.0f} s ({which} budget)"
+        )
+    return result
+
+
+def _default_fit(data, params, f_star):
+    """``fit`` at the estimator's defaults (standardize=False), as a user waits."""
+    X, y = data.data, data.target
+    model = GraphGuidedRegressor(
+        alpha=ALPHA,
+        graph=data.adjacency,
+        task_column=0,
+        standardize=False,
+        random_state=0,
+        **params,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        stats, model = measure(lambda: model.fit(X, y), repeat=1, warmup=False)
+    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    f = model.objective(X, y)
+    rel = (f - f_star) / f_star
+    stop = (
+        f"ConvergenceWarning (stopped at max_iter={model.max_iter})"
+        if warned
+        else f"stopped by tol={model.tol}"
+    )
+    within = "within" if rel <= TARGET else "not within"
+    return {
+        **stats,
+        "iterations": int(model.n_iter_),
+        "f": f,
+        "convergence_warning": warned,
+        "device": model.device_,
+        "status": f"{stop}; {within} {TARGET} (device {model.device_})",
+    }
+
+
+def worker(spec):
+    """Run one method on one problem in this process; print a JSON line."""
+    method, f_star, budget = spec["method"], spec["f_star"], spec["budget"]
+    data = _speed_data(spec["problem"])
+    X, y = data.data, data.target
+    if method in SOLVE_VARIANTS:
+        result = _solve_run(data, SOLVE_VARIANTS[method], f_star, budget)
+    elif method in DEFAULT_FITS:
+        result = _default_fit(data, DEFAULT_FITS[method], f_star)
+    elif method in ("cvxpy", GRAM):
         from graph_guided_reference import cvxpy_optimum
 
-        probe = _probe(data)
-        stats, out = measure(lambda: cvxpy_optimum(probe, X, y), repeat=1, warmup=False)
+        reference = cvxpy_optimum if method == "cvxpy" else gram_optimum
+        probe = _speed_probe(data)
+        stats, out = measure(lambda: reference(probe, X, y), repeat=1, warmup=False)
         result = {**stats, "f": out[0]}
+    elif method == CERT:
+        probe = _speed_probe(data)
+        seconds = min(CERT_SECONDS, 0.8 * budget["timeout"])
+        stats, out = measure(
+            lambda: _dual_certificate(probe, X, y, CERT_RTOL, seconds),
+            repeat=1,
+            warmup=False,
+        )
+        result = {**stats, **out}
     else:
-        result = _copt(data, threshold)
+        result = _copt(data, f_star * (1 + TARGET), budget)
     print(json.dumps(result), flush=True)
+
+
+def _dual_certificate(model, X, y, rtol, seconds):
+    """f* to a certified relative duality gap ``rtol``, from sufficient statistics.
+
+    The squared-loss problem (no task penalty, with intercepts) is
+    ``f(V) = 1/(2n) sum_t (v_t' G_t v_t - 2 h_t' v_t + c_t) + sum_e r_e ||w_s -
+    w_q||`` with ``v_t = (w_t, b_t)``, ``G_t = X~_t' X~_t``, ``h_t = X~_t' y_t``,
+    ``c_t = |y_t|^2`` and ``r_e = alpha a_e``. With ``||w_s - w_q|| = max over
+    ||u_e|| <= 1 of u_e' (w_s - w_q)``, its dual is the maximum over the balls
+    ``||u_e|| <= r_e`` of ``g(U) = 1/(2n) sum_t (c_t - k_t' G_t^-1 k_t)``,
+    ``k_t = h_t - n (D' U)_t`` (D the edge incidence, an intercept entry of 0),
+    a smooth concave function whose gradient is ``D W(U)`` with ``v_t(U) =
+    G_t^-1 k_t``. Projected FISTA with gradient restarts maximises it; every
+    ``g(U)`` bounds f* from below and every ``f(V(U))`` from above, so the run
+    stops once their relative gap is below ``rtol`` (or after ``seconds``).
+    Needs every task's Gram matrix invertible (more samples than features).
+    """
+    from scipy import sparse
+    from scipy.sparse.linalg import eigsh
+
+    if not model.fit_intercept or model.task_alpha:
+        raise ValueError("the certificate is written for intercepts, no task term")
+    start = time.perf_counter()
+    c = model.task_column_index_
+    feats = np.delete(np.arange(X.shape[1]), c)
+    task = np.searchsorted(model.tasks_, X[:, c].astype(int))
+    T, d, n = len(model.tasks_), len(feats), X.shape[0]
+    order = np.argsort(task, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(task, minlength=T))])
+    Xs = np.column_stack([X[order][:, feats], np.ones(n)])
+    ys = np.asarray(y, dtype=float)[order]
+    G = np.empty((T, d + 1, d + 1))
+    h = np.empty((T, d + 1))
+    cc = np.empty(T)
+    for t in range(T):
+        rows = slice(bounds[t], bounds[t + 1])
+        G[t] = Xs[rows].T @ Xs[rows]
+        h[t] = Xs[rows].T @ ys[rows]
+        cc[t] = ys[rows] @ ys[rows]
+    del Xs, ys
+    eig = np.linalg.eigvalsh(G)
+    if not np.all(eig[:, 0] > 1e-10 * eig[:, -1]):
+        raise ValueError("a task's Gram matrix is singular")
+    Ginv = np.linalg.inv(G)
+    src = np.searchsorted(model.tasks_, model.edges_[:, 0])
+    dst = np.searchsorted(model.tasks_, model.edges_[:, 1])
+    radii = model.alpha * np.asarray(model.edge_weights_, dtype=float)
+    m = len(src)
+    D = sparse.csr_matrix(
+        (
+            np.concatenate([np.ones(m), -np.ones(m)]),
+            (np.tile(np.arange(m), 2), np.concatenate([src, dst])),
+        ),
+        shape=(m, T),
+    )
+    DT = D.T.tocsr()
+    laplacian = (DT @ D).astype(float)
+    if T <= 500:
+        lap_norm = float(np.linalg.eigvalsh(laplacian.toarray())[-1])
+    else:
+        lap_norm = float(eigsh(laplacian, k=1, which="LA", tol=1e-8)[0][0])
+    # the gradient's Lipschitz constant, with a margin for the eigenvalue's error
+    lipschitz = 1.01 * n * lap_norm * float(np.linalg.eigvalsh(Ginv[:, :d, :d]).max())
+    total_c = float(cc.sum())
+
+    def primal_of(U):
+        k = h.copy()
+        k[:, :d] -= n * (DT @ U)
+        return np.einsum("tij,tj->ti", Ginv, k), k
+
+    def bounds_at(U):
+        V, k = primal_of(U)
+        lower = 0.5 * (total_c - np.einsum("ti,ti->", k, V)) / n
+        quad = np.einsum("ti,tij,tj->", V, G, V) - 2 * np.sum(V * h) + total_c
+        norms = np.linalg.norm(D @ V[:, :d], axis=1)
+        return 0.5 * quad / n + float(radii @ norms), lower
+
+    def project(U):
+        norms = np.linalg.norm(U, axis=1)
+        return U * np.minimum(1.0, radii / np.maximum(norms, 1e-300))[:, None]
+
+    U = np.zeros((m, d))
+    Y, theta = U, 1.0
+    upper, lower, iters = bounds_at(U)[0], -math.inf, 0
+    while time.perf_counter() - start < seconds:
+        for _ in range(50):
+            V, _ = primal_of(Y)
+            U_next = project(Y + (D @ V[:, :d]) / lipschitz)
+            if np.sum((Y - U_next) * (U_next - U)) > 0:  # restart the momentum
+                theta = 1.0
+            theta_next = (1 + math.sqrt(1 + 4 * theta * theta)) / 2
+            Y = U_next + ((theta - 1) / theta_next) * (U_next - U)
+            U, theta = U_next, theta_next
+        iters += 50
+        f_up, f_low = bounds_at(U)
+        upper, lower = min(upper, f_up), max(lower, f_low)
+        if upper - lower <= rtol * abs(lower):
+            break
+    return {
+        "f": upper,
+        "f_lower": lower,
+        "gap": (upper - lower) / abs(lower),
+        "iterations": iters,
+    }
 
 
 def _edges(data):
@@ -186,148 +504,223 @@ def _edges(data):
     return np.column_stack([src, dst])
 
 
-def _copt(data, threshold):
+def _copt(data, threshold, budget):
     import copt
     from copt.penalty import GroupL1
     from scipy import sparse
 
     X, y = data.data, data.target
-    task = X[:, 0].astype(int)
-    F = X[:, 1:]
     n, d, T = len(y), N_FEATURES, N_TASKS
-    edges = _edges(data)
-    m = len(edges)
-    rows = np.repeat(np.arange(m), 2)
-    D = sparse.csr_matrix(
-        (np.tile([1.0, -1.0], m), (rows, edges.ravel())), shape=(m, T)
+    state = {"iters": 0, "f": math.inf, "over": False}
+
+    def build_and_run():
+        start = time.perf_counter()
+        task = X[:, 0].astype(int)
+        F = X[:, 1:]
+        edges = _edges(data)
+        m = len(edges)
+        rows = np.repeat(np.arange(m), 2)
+        D = sparse.csr_matrix(
+            (np.tile([1.0, -1.0], m), (rows, edges.ravel())), shape=(m, T)
+        )
+        # x = [vec(W) (T*d), B (T)]; L x = vec(D W) with contiguous edge blocks.
+        L = sparse.hstack(
+            [sparse.kron(D, sparse.eye(d)), sparse.csr_matrix((m * d, T))]
+        ).tocsr()
+        groups = [np.arange(e * d, (e + 1) * d) for e in range(m)]
+        penalty = GroupL1(ALPHA, groups)
+        Xt = np.column_stack([F, np.ones(n)])
+        G = np.zeros((T, d + 1, d + 1))
+        h = np.zeros((T, d + 1))
+        for t in range(T):
+            G[t] = Xt[task == t].T @ Xt[task == t]
+            h[t] = Xt[task == t].T @ y[task == t]
+        yy = float(y @ y)
+
+        def unpack(x):
+            return x[: T * d].reshape(T, d), x[T * d :]
+
+        def f_grad(x, return_gradient=True):
+            W, B = unpack(x)
+            r = np.einsum("nd,nd->n", F, W[task]) + B[task] - y
+            value = 0.5 * float(r @ r) / n
+            if not return_gradient:
+                return value
+            gW = np.zeros((T, d))
+            np.add.at(gW, task, r[:, None] * F)
+            gB = np.bincount(task, weights=r, minlength=T)
+            return value, np.concatenate([gW.ravel(), gB]) / n
+
+        def objective_(x):  # from the sufficient statistics: cheap at any n
+            W, B = unpack(x)
+            V = np.column_stack([W, B])
+            quad = np.einsum("ti,tij,tj->", V, G, V) - 2 * np.sum(V * h) + yy
+            return 0.5 * quad / n + penalty(L @ x)
+
+        def callback(frame):  # copt passes its local variables; False stops it
+            state["iters"] += 1
+            state["f"] = objective_(frame["x"])
+            state["over"] = time.perf_counter() - start >= budget["seconds"]
+            return state["f"] > threshold and not state["over"]
+
+        # copt's default first step (1.0) is far below 1/L here; give it 1/L of
+        # the data term, from the per-task Gram matrices, and let its line
+        # search adapt; and a dual step with step * step2 * ||L||^2 = 1.
+        lipschitz = max(np.linalg.eigvalsh(G[t])[-1] for t in range(T)) / n
+        norm_L2 = float(np.linalg.eigvalsh((D.T @ D).toarray())[-1])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its warning at max_iter
+            return copt.minimize_primal_dual(
+                f_grad,
+                np.zeros(T * (d + 1)),
+                prox_2=penalty.prox,
+                L=L,
+                step_size=1.0 / lipschitz,
+                step_size2=lipschitz / norm_L2,
+                callback=callback,
+                max_iter=budget["peer_iter"],
+                tol=1e-14,
+            )
+
+    stats, _ = measure(build_and_run, repeat=1, warmup=False)
+    result = {"peak_mb": stats["peak_mb"], "iterations": state["iters"]}
+    result["f"] = state["f"]
+    if state["f"] <= threshold:
+        result["seconds"] = stats["seconds"]
+    else:
+        which = "time" if state["over"] else "iteration"
+        result["status"] = (
+            f"not within {TARGET} after {state['iters']} iterations / "
+            f"{stats['seconds']:.0f} s ({which} budget)"
+        )
+    return result
+
+
+def _run_worker(spec, timeout):
+    cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
+    start = time.perf_counter()
+    try:
+        out = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=Path(__file__).parent,
+        )
+    except subprocess.TimeoutExpired:
+        return {"status": f"timeout after {timeout} s"}
+    lines = out.stdout.strip().splitlines()
+    if out.returncode == 0 and lines:
+        result = json.loads(lines[-1])
+    else:
+        last = (out.stderr.strip().splitlines() or ["?"])[-1]
+        result = {"status": f"failed (exit {out.returncode}): {last}"}
+    result["process_seconds"] = time.perf_counter() - start
+    return result
+
+
+def speed_problems(quick, large_only):
+    sbm = QUICK_SBM_SIZES if quick else SBM_SIZES
+    large = QUICK_LARGE_GRAPHS if quick else LARGE_GRAPHS
+    problems = (
+        []
+        if large_only
+        else [{"graph": "sbm", "n_tasks": N_TASKS, "n_samples": n} for n in sbm]
     )
-    # x = [vec(W) (T*d), B (T)]; L x = vec(D W) with contiguous edge blocks.
-    L = sparse.hstack([sparse.kron(D, sparse.eye(d)), sparse.csr_matrix((m * d, T))])
-    L = L.tocsr()
-    groups = [np.arange(e * d, (e + 1) * d) for e in range(m)]
-    penalty = GroupL1(ALPHA, groups)
-    Xt = np.column_stack([F, np.ones(n)])
-    G = np.zeros((T, d + 1, d + 1))
-    h = np.zeros((T, d + 1))
-    for t in range(T):
-        G[t] = Xt[task == t].T @ Xt[task == t]
-        h[t] = Xt[task == t].T @ y[task == t]
-    yy = float(y @ y)
+    problems += [
+        {"graph": "ring+chords", "n_tasks": T, "n_samples": n} for T, n in large
+    ]
+    return problems
 
-    def unpack(x):
-        return x[: T * d].reshape(T, d), x[T * d :]
 
-    def f_grad(x, return_gradient=True):
-        W, B = unpack(x)
-        r = np.einsum("nd,nd->n", F, W[task]) + B[task] - y
-        value = 0.5 * float(r @ r) / n
-        if not return_gradient:
-            return value
-        gW = np.zeros((T, d))
-        np.add.at(gW, task, r[:, None] * F)
-        gB = np.bincount(task, weights=r, minlength=T)
-        return value, np.concatenate([gW.ravel(), gB]) / n
-
-    def objective(x):  # from the sufficient statistics: cheap at any n
-        W, B = unpack(x)
-        V = np.column_stack([W, B])
-        data_term = 0.5 * (np.einsum("ti,tij,tj->", V, G, V) - 2 * np.sum(V * h) + yy)
-        return data_term / n + penalty(L @ x)
-
-    state = {"iters": 0, "f": math.inf}
-
-    def callback(frame):  # copt passes its local variables
-        state["iters"] += 1
-        state["f"] = objective(frame["x"])
-        return state["f"] > threshold
-
-    # copt's default first step (1.0) is far below 1/L here; give it 1/L of the
-    # data term, from the per-task Gram matrices, and let its line search adapt.
-    lipschitz = max(np.linalg.eigvalsh(G[t])[-1] for t in range(T)) / n
-    # and a dual step that keeps step * step2 * ||L||^2 = 1.
-    norm_L2 = float(np.linalg.eigvalsh((D.T @ D).toarray())[-1])
-
-    def run():
-        return copt.minimize_primal_dual(
-            f_grad,
-            np.zeros(T * (d + 1)),
-            prox_2=penalty.prox,
-            L=L,
-            step_size=1.0 / lipschitz,
-            step_size2=lipschitz / norm_L2,
-            callback=callback,
-            max_iter=MAX_PEER_ITER,
-            tol=1e-14,
-        )
-
-    stats, _ = measure(run, repeat=1, warmup=False)
-    if state["f"] > threshold:
-        return {
-            "status": f"not within {TARGET} after {state['iters']} iterations",
-            "f": state["f"],
+def speed(problems, budget, rows, on_problem=None):
+    """Run every method on every problem; append the rows to ``rows``."""
+    for problem in problems:
+        data = _speed_data(problem)
+        info = {
+            "graph": problem["graph"],
+            "n_tasks": problem["n_tasks"],
+            "n_edges": n_edges(data.adjacency),
+            "n_samples": len(data.target),
         }
-    return {**stats, "iterations": state["iters"], "f": state["f"]}
-
-
-def speed(sizes):
-    rows = []
-    for n_total in sizes:
-        f_star = _f_star(_data(n_total))
-        for name in (*VARIANTS, "cvxpy", "copt"):
-            cmd = [
-                sys.executable,
-                __file__,
-                "--worker",
-                name,
-                str(n_total),
-                repr(f_star),
-            ]
-            try:
-                out = subprocess.run(
-                    cmd,
-                    capture_output=True,
-                    text=True,
-                    timeout=PEER_TIMEOUT,
-                    cwd=Path(__file__).parent,
+        del data
+        spec = {"problem": problem, "budget": budget}
+        print(f"# {info}: f* ...", flush=True)
+        results = {}
+        for method in (GRAM, CERT):
+            results[method] = _run_worker(
+                {**spec, "method": method, "f_star": None}, budget["timeout"]
+            )
+            print(json.dumps({"method": method, **results[method]}), flush=True)
+        f_star, source = _choose_f_star(results)
+        if f_star is None:
+            results[GRAM]["status"] += "; no f*, the other methods were not run"
+        else:
+            for method in METHODS:
+                if method in (GRAM, CERT) or (
+                    method == "copt" and problem["graph"] != "sbm"
+                ):
+                    continue
+                results[method] = _run_worker(
+                    {**spec, "method": method, "f_star": f_star}, budget["timeout"]
                 )
-                lines = out.stdout.strip().splitlines()
-                result = (
-                    json.loads(lines[-1])
-                    if out.returncode == 0 and lines
-                    else {
-                        "status": "failed: "
-                        + (out.stderr.strip().splitlines() or ["?"])[-1]
-                    }
+                print(
+                    json.dumps({"method": method, **_brief(results[method])}),
+                    flush=True,
                 )
-            except subprocess.TimeoutExpired:
-                result = {"status": f"timeout after {PEER_TIMEOUT} s"}
-            row = {"n_samples": n_total, "solver": name, **result}
-            if "f" in row:
+        reference = results.get("prox_sgd", {}).get("seconds")
+        for method in METHODS:
+            if method not in results:
+                continue
+            row = {**info, "method": method, **results[method]}
+            row.update({"f*": f_star, "f* from": source})
+            if f_star is not None and "f" in row:
                 row["rel. subopt."] = (row["f"] - f_star) / f_star
+            if reference and "seconds" in row:
+                row["ratio to prox_sgd"] = row["seconds"] / reference
             rows.append(row)
-            print(json.dumps(row), flush=True)
-        ours = [r for r in rows if r["n_samples"] == n_total and "seconds" in r]
-        fastest = min(
-            (
-                r["seconds"]
-                for r in ours
-                if r["solver"] in VARIANTS and "status" not in r
-            ),
-            default=None,
-        )
-        for r in rows:
-            if r["n_samples"] == n_total and "seconds" in r and fastest:
-                r["time / fastest sklearn_ext"] = r["seconds"] / fastest
+        if on_problem is not None:
+            on_problem(rows)
     return rows
+
+
+def _choose_f_star(results):
+    """f* and its source: gram_optimum, or the certificate where it failed.
+
+    Sets the status of the two rows.
+    """
+    gram, cert = results[GRAM], results[CERT]
+    certified = "f" in cert and cert["gap"] <= 1e-6
+    if "f" in cert:
+        cert["status"] = f"relative duality gap {cert['gap']:.1e}"
+    if "f" in gram:
+        gram["status"] = "its value is f*"
+        if certified:
+            diff = (gram["f"] - cert["f"]) / cert["f"]
+            cert["status"] += f"; gram_optimum's f* is {diff:+.1e} (relative) off"
+        return gram["f"], GRAM
+    if certified:
+        cert["status"] += "; its value is f* (gram_optimum failed)"
+        return cert["f"], CERT
+    return None, None
+
+
+def _brief(result):
+    return {k: v for k, v in result.items() if k != "trace"}
 
 
 def main():
     quick = "--quick" in sys.argv
+    large_only = "--large-only" in sys.argv
     max_iter = 2_000 if quick else 100_000
-    sizes = [3_000, 30_000] if quick else [10_000, 100_000, 1_000_000]
-    if "--speed-only" not in sys.argv:
+    if not ("--speed-only" in sys.argv or large_only):
         rates_part(max_iter)
-    speed_part(sizes)
+    speed_part(
+        speed_problems(quick, large_only),
+        QUICK_BUDGET if quick else BUDGET,
+        # a run of the large graphs alone keeps the full table
+        "graph_guided_speed_large" if large_only else "graph_guided_speed",
+    )
 
 
 def rates_part(max_iter):
@@ -347,34 +740,98 @@ def rates_part(max_iter):
     )
 
 
-def speed_part(sizes):
-    speed_rows = speed(sizes)
-    write_results(
-        "graph_guided_speed",
-        speed_rows,
-        [
-            "n_samples",
-            "solver",
-            "seconds",
-            "time / fastest sklearn_ext",
-            "peak_mb",
-            "iterations",
-            "rel. subopt.",
-            "status",
-        ],
-        title=f"Graph-guided regression: time to {TARGET} relative suboptimality",
-        notes=(
-            "Each solver in its own process; peak_mb is the peak resident memory of "
-            "the solve above the level before it, with the data already in memory "
-            "(the kernel's high-water mark, see _common.peak_memory). Ratios are "
-            "against the "
-            "faster sklearn_ext solver at the same size (>1: slower than ours)."
-        ),
+def speed_part(problems, budget, name="graph_guided_speed"):
+    columns = [
+        "graph",
+        "n_tasks",
+        "n_edges",
+        "n_samples",
+        "method",
+        "seconds",
+        "ratio to prox_sgd",
+        "peak_mb",
+        "iterations",
+        "rel. subopt.",
+        "status",
+    ]
+    per_decade = CHECKS_PER_DECADE
+    notes = (
+        f"Target: relative suboptimality (f - f*) / f* <= {TARGET}. f* is "
+        "gram_optimum's value (the 'cvxpy, sufficient statistics' row: its "
+        "seconds are the time f* took), or, where it fails (Clarabel's "
+        "factorisation runs out of memory on the 1e4-task graph), the value of "
+        "the 'dual FISTA, sufficient statistics' row, certified by its duality "
+        "gap (its status; the JSON's 'f* from' says which). All problems: 20 "
+        f"features, noise 1, alpha={ALPHA}, standardize=False, random_state=0. "
+        f"Each method runs once, in its own process, killed after "
+        f"{budget['timeout']} s; the data are generated in that process before "
+        "any clock starts. What 'seconds' includes:\n\n"
+        "- prox_sgd, rip, rip textbook, rip, no memory, rip uniform + memory: "
+        "the set-up (input validation, the task graph and its edges, through a "
+        "fit of one RIP iteration with a fixed step) plus the solver's wall time "
+        "from the call to solve() (step size, edge colouring, prox set-up and "
+        "iterations) until the first check within the target. The checks (the "
+        "full objective on all rows) run at iterations round(10^(k/"
+        f"{per_decade})) and at the last one, off the clock, so a time is within "
+        f"a factor 10^(1/{per_decade}) = {10 ** (1 / per_decade):.2f} in "
+        "iterations of the first crossing. The run stops there, or after "
+        f"{budget['max_iter']} iterations or {budget['seconds']} s of solver "
+        "time (then 'seconds' is empty and the status gives the budget spent; "
+        "rel. subopt. is the last check's). One run each, no restarts; its "
+        "iterations are those of fit(tol=None, random_state=0) on the CPU. "
+        "rip textbook: edge_sampling='uniform', edges_per_step=1, "
+        "edge_memory=False; rip, no memory: matching, no memory; rip uniform + "
+        "memory: one uniform edge per step with the edge memory.\n"
+        "- prox_sgd default fit, rip default fit: the wall time of "
+        "GraphGuidedRegressor(alpha, graph, task_column=0, standardize=False, "
+        "random_state=0[, solver='rip']).fit(X, y), everything included, at the "
+        "defaults (tol=1e-4, its stopping test every 100 iterations, max_iter, "
+        "device='auto': the device is in the status); rel. subopt. is that of "
+        "the fitted coefficients, iterations its n_iter_, and the status says "
+        "whether it raised a ConvergenceWarning.\n"
+        "- cvxpy: graph_guided_reference.cvxpy_optimum, the problem written on "
+        "the raw rows (per-task least squares) as a user would, built and solved "
+        "by Clarabel; cvxpy, sufficient statistics: gram_optimum, the per-task "
+        "Gram matrices and their Cholesky factors, the cvxpy problem on them "
+        "and Clarabel. Both include building the cvxpy problem; the task and "
+        "edge lists come from a one-iteration fit that is not timed.\n"
+        "- dual FISTA, sufficient statistics: this benchmark's exact reference "
+        "(_dual_certificate): the per-task Gram matrices and their inverses, "
+        "then projected FISTA with restarts on the dual (edge subgradients in "
+        "their balls), until the relative gap between the primal and dual "
+        f"values is below {CERT_RTOL:g} (at most {CERT_SECONDS} s): its "
+        "seconds are the time to certify f*, far below 1e-3, not the time to "
+        "1e-3.\n"
+        "- copt (30-task problem only): building the incidence operator and "
+        "the per-task Gram matrices, then minimize_primal_dual, with the "
+        "objective (from the Gram matrices, cheap) checked at every iteration "
+        "on the clock; it stops within the target, after "
+        f"{budget['peer_iter']} iterations or {budget['seconds']} s.\n\n"
+        "ratio to prox_sgd: seconds over the prox_sgd row's at the same problem "
+        "(>1: slower). peak_mb: the peak resident memory of the timed part "
+        "above the level before it, with the data already in memory (the "
+        "kernel's high-water mark, see _common.peak_memory). The JSON has each "
+        "solve() run's checks as [iteration, solver seconds, rel. subopt.] "
+        "(trace), its set-up and solver seconds, and each process's wall time."
     )
+
+    def write(rows):
+        write_results(
+            name,
+            rows,
+            columns,
+            title=(
+                f"Graph-guided regression: seconds to {TARGET} relative "
+                "suboptimality, as a user waits"
+            ),
+            notes=notes,
+        )
+
+    speed(problems, budget, [], on_problem=write)
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+        worker(json.loads(sys.argv[2]))
     else:
         main()
