@@ -513,6 +513,12 @@ class _BaseGraphGuided(TorchDeviceMixin, BaseEstimator):
         return params, 200_000
 
     @classmethod
+    def _demo_model(cls, graph, classify):
+        """The demo's estimator (unfitted) and what to add to its data label."""
+        alpha = 0.02 if classify else 0.1
+        return cls(alpha=alpha, graph=graph, task_column=0, random_state=0), ""
+
+    @classmethod
     def _demo(cls):
         """Planted task groups, few noisy samples per task: graph vs plain fits."""
         from sklearn.model_selection import train_test_split
@@ -534,16 +540,12 @@ class _BaseGraphGuided(TorchDeviceMixin, BaseEstimator):
             random_state=0,
             stratify=data.data[:, 0],
         )
-        model = cls(
-            alpha=0.02 if classify else 0.1,
-            graph=data.adjacency,
-            task_column=0,
-            random_state=0,
-        ).fit(X_train, y_train)
+        model, extra = cls._demo_model(data.adjacency, classify)
+        model.fit(X_train, y_train)
         baselines = _demo_baselines(X_train, y_train, X_test, y_test, classify)
         best = max(baselines, key=baselines.get)
         return {
-            "data": "make_graph_multitask: 30 tasks, 3 groups, 20 train/task",
+            "data": "make_graph_multitask: 30 tasks, 3 groups, 20 train/task" + extra,
             "metric": "accuracy" if classify else "R2",
             "score": model.score(X_test, y_test),
             "baseline": f"{best} (best of {len(baselines)})",
