@@ -9,6 +9,7 @@ refitted on all the data.
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import inspect
 import re
 from numbers import Integral, Real
 
@@ -16,7 +17,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import cg
 from sklearn.model_selection import KFold, StratifiedKFold, check_cv
-from sklearn.utils._available_if import available_if
+from sklearn.utils.metaestimators import available_if
 
 from sklearn_ext.linear_model._graph_guided import GraphGuidedRegressor
 from sklearn_ext.linear_model._graph_guided_base import _BaseGraphGuided
@@ -26,6 +27,10 @@ from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._sklearn_compat import Interval, _fit_context
 
 __all__ = ["GraphGuidedRegressorCV"]
+
+# scipy 1.12 renamed cg's relative tolerance from ``tol`` to ``rtol``; the oldest
+# scipy we support (1.10) knows only ``tol``.
+_CG_RTOL = "rtol" if "rtol" in inspect.signature(cg).parameters else "tol"
 
 
 @fill_doc
@@ -324,7 +329,7 @@ n_features_in_, feature_names_in_
         rhs = -(G - G.mean(axis=0))  # in the range of L on a connected graph
         U = np.column_stack(
             [
-                cg(lap, rhs[:, k], rtol=1e-10, maxiter=10 * T)[0]
+                cg(lap, rhs[:, k], maxiter=10 * T, **{_CG_RTOL: 1e-10})[0]
                 for k in range(rhs.shape[1])
             ]
         )

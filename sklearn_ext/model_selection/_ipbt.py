@@ -16,7 +16,6 @@ from sklearn import get_config
 from sklearn.base import is_classifier, is_regressor
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.metrics._scorer import _check_multimetric_scoring, _MultimetricScorer
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
 from sklearn.utils import check_random_state, indexable
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
@@ -36,7 +35,9 @@ from sklearn_ext.utils._sklearn_compat import (
     Interval,
     RealNotInt,
     StrOptions,
+    _check_multimetric_scoring,
     _fit_context,
+    _MultimetricScorer,
 )
 from sklearn_ext.utils._torch import child_seeds
 

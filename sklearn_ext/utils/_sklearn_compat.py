@@ -11,6 +11,7 @@ import inspect
 
 import sklearn
 from sklearn.base import _fit_context
+from sklearn.metrics._scorer import _check_multimetric_scoring, _MultimetricScorer
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import (
@@ -42,6 +43,8 @@ __all__ = [
     "Options",
     "RealNotInt",
     "StrOptions",
+    "_MultimetricScorer",
+    "_check_multimetric_scoring",
     "_check_sample_weight",
     "_safe_indexing",
     "_fit_context",
