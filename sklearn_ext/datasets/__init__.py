@@ -4,6 +4,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_ext.datasets._bibtex import load_bibtex
+from sklearn_ext.datasets._docstring_retrieval import (
+    encode_tokens,
+    load_docstring_retrieval,
+)
 from sklearn_ext.datasets._graph_multitask import make_graph_multitask
 from sklearn_ext.datasets._longtail_multilabel import make_longtail_multilabel
 from sklearn_ext.datasets._mfeat import load_mfeat
@@ -13,7 +17,9 @@ from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
 from sklearn_ext.datasets._shortest_path import make_shortest_path
 
 __all__ = [
+    "encode_tokens",
     "load_bibtex",
+    "load_docstring_retrieval",
     "load_mfeat",
     "load_mice_connectomes",
     "make_graph_multitask",
