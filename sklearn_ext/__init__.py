@@ -17,6 +17,7 @@ _submodules = [
     "model_selection",
     "multilabel",
     "network",
+    "retrieval",
     "robust_optimization",
     "utils",
 ]

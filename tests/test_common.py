@@ -419,7 +419,10 @@ def test_demo_at_defaults_converges_and_reports(name, cls):
     """The CLI demo fits at the defaults without a ConvergenceWarning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        result = run_demo(cls)
+        try:
+            result = run_demo(cls)
+        except ImportError as exc:  # a demo that needs an optional extra
+            pytest.skip(str(exc))
     assert isinstance(result["greater_is_better"], bool)
     assert np.isfinite(result["score"]) and np.isfinite(result["baseline_score"])
     assert result["better"] in (name, "baseline", "tie")
