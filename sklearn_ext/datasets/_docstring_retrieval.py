@@ -58,6 +58,7 @@ def load_docstring_retrieval(*, return_X_y=False):
             Source, versions and licence.
 
     (queries, documents) : tuple if ``return_X_y`` is True
+        The two lists of str described above.
 
     Notes
     -----

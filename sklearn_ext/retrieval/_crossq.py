@@ -341,6 +341,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         Returns
         -------
         self : CrossQCompressor
+            The fitted compressor.
         """
         torch = import_torch()
         tokens, groups = self._split(X, fitting=True)
@@ -391,6 +392,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         Returns
         -------
         codes : ndarray of shape (n_tokens, bytes_per_token), uint8
+            One codeword index per stage for each token, in the row order of X.
         """
         torch = import_torch()
         tokens, groups = self._split(X, fitting=False)
@@ -409,12 +411,13 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
 
         Parameters
         ----------
-        codes : array-like of shape (n_tokens, bytes_per_token), integers in
-            [0, 255]
+        codes : array-like of shape (n_tokens, bytes_per_token)
+            Integers in [0, 255], as :meth:`transform` returns them.
 
         Returns
         -------
         tokens : ndarray of shape (n_tokens, n_dims), float32
+            The decoded embeddings (without the document id column).
         """
         check_is_fitted(self)
         codes = self._check_codes(codes)

@@ -95,6 +95,7 @@ class LateInteractionIndex:
         Returns
         -------
         self : LateInteractionIndex
+            The index, with the documents added.
         """
         X, ids, tokens = self._split(X, "X")
         if hasattr(self, "doc_ids_"):
@@ -134,7 +135,13 @@ class LateInteractionIndex:
         return self
 
     def stored_bytes(self):
-        """Bytes the index stores: codes (or float32 tokens), codebooks, offsets."""
+        """Count the bytes the index stores.
+
+        Returns
+        -------
+        int
+            Codes (or float32 tokens), codebooks and document offsets.
+        """
         self._check_built()
         if self.compressor is None:
             return int(self._data.nbytes + (len(self.doc_ids_) + 1) * 8)
@@ -211,12 +218,14 @@ class LateInteractionIndex:
         Q : array-like of shape (n_query_tokens, n_dims + 1)
             Query tokens, the query id in column 0.
         k : int, default=10
+            Documents per query (at most the number indexed).
 
         Returns
         -------
         doc_ids : ndarray of shape (n_queries, k)
             Best first; the rows follow the sorted distinct query ids.
         scores : ndarray of shape (n_queries, k), float32
+            Their MaxSim scores.
         """
         if not (isinstance(k, (int, np.integer)) and k >= 1):
             raise ValueError(f"k must be a positive int; got {k!r}.")
