@@ -477,7 +477,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
     def _demo(cls):
         """Docstring retrieval at 4 B/token: CrossQ vs a k-means product quantiser.
 
-        The first 150 documents of the docstring set, embedded with
+        The first 60 documents of the docstring set, embedded with
         all-MiniLM-L6-v2 (needs the ``text`` extra); the even-numbered
         queries train CrossQ's ranking losses, the odd-numbered ones are
         scored: known-item MRR@10 by exact MaxSim over the decoded tokens.
@@ -490,7 +490,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         from sklearn_ext.datasets import encode_tokens, load_docstring_retrieval
         from sklearn_ext.retrieval import LateInteractionIndex
 
-        n = 150
+        n = 60
         data = load_docstring_retrieval()
         emb, ids = encode_tokens(data.documents[:n])
         q_emb, q_ids = encode_tokens(data.queries[:n], kind="query")
@@ -510,7 +510,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         parts = np.array_split(np.arange(emb.shape[1]), 4)
         decoded = np.empty_like(emb)
         for cols in parts:
-            km = KMeans(256, n_init=1, max_iter=50, random_state=0).fit(emb[:, cols])
+            km = KMeans(256, n_init=1, max_iter=20, random_state=0).fit(emb[:, cols])
             decoded[:, cols] = km.cluster_centers_[km.labels_]
         baseline = LateInteractionIndex().add(np.column_stack([ids, decoded]))
         return {
