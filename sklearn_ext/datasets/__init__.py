@@ -14,6 +14,7 @@ from sklearn_ext.datasets._mfeat import load_mfeat
 from sklearn_ext.datasets._mice import load_mice_connectomes
 from sklearn_ext.datasets._multilayer_network import make_multilayer_network
 from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
+from sklearn_ext.datasets._remote_sensing import make_remote_sensing_scene
 from sklearn_ext.datasets._shortest_path import make_shortest_path
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "make_longtail_multilabel",
     "make_multilayer_network",
     "make_multiview_blobs",
+    "make_remote_sensing_scene",
     "make_shortest_path",
     "mask_views",
 ]

@@ -1,0 +1,410 @@
+"""FederatedMultiViewClustering, SuperpixelFeaturizer and the generated scene."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+from sklearn.metrics import adjusted_rand_score
+
+from sklearn_ext.cluster import FederatedMultiViewClustering, SuperpixelFeaturizer
+from sklearn_ext.cluster import _fedmvc_protocol as protocol
+from sklearn_ext.cluster._fedmvc_nn import gaussian_w2_squared
+from sklearn_ext.datasets import make_multiview_blobs, make_remote_sensing_scene
+from sklearn_ext.utils import clustering_accuracy
+
+SMALL = {
+    "rounds": 3,
+    "local_epochs": 2,
+    "pretrain_iter": "auto",
+    "latent_dim": 4,
+    "hidden_layer_sizes": (32,),
+    "noise_multiplier": 0.0,
+    "learning_rate_init": 3e-3,
+    "device": "cpu",
+}
+
+
+def _blobs(n=240, n_clusters=4, seed=0):
+    X, y, views = make_multiview_blobs(
+        n, view_sizes=(6, 6), n_clusters=n_clusters, separation=4.0, random_state=seed
+    )
+    return X, y, views
+
+
+def _with_clients(X, n_clients, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(np.arange(X.shape[0]) % n_clients) * 10 + 3
+    return np.column_stack([X, ids]), ids
+
+
+# --- the pieces -------------------------------------------------------------------
+
+
+def test_closed_form_w2_matches_pots_bures_wasserstein():
+    ot = pytest.importorskip("ot")
+    rng = np.random.default_rng(0)
+    ma, mb = rng.normal(size=(3, 5)), rng.normal(size=(4, 5))
+    sa, sb = rng.uniform(0.1, 2, size=(3, 5)), rng.uniform(0.1, 2, size=(4, 5))
+    ours = gaussian_w2_squared(*(torch.as_tensor(a) for a in (ma, sa, mb, sb))).numpy()
+    for i in range(3):
+        for j in range(4):
+            w = ot.gaussian.bures_wasserstein_distance(
+                ma[i], mb[j], np.diag(sa[i] ** 2), np.diag(sb[j] ** 2)
+            )
+            assert ours[i, j] == pytest.approx(float(w) ** 2, rel=1e-8, abs=1e-10)
+
+
+def test_record_sensitivity_bounds_one_samples_statistics():
+    """Adding one clipped sample moves (count, sum, sumsq) by at most Delta."""
+    rng = np.random.default_rng(1)
+    c = 0.7
+    for _ in range(200):
+        z = rng.normal(size=6) * rng.uniform(0.1, 5)
+        z = z * min(1.0, c / np.linalg.norm(z))
+        change = np.concatenate([[1.0], z, z**2])
+        assert np.linalg.norm(change) <= protocol.record_sensitivity(c) + 1e-12
+
+
+def test_epsilon_is_the_rdp_accountants_and_shrinks_with_noise():
+    dp = pytest.importorskip("dp_accounting")
+    X, _, views = _blobs()
+    fitted = {}
+    for sigma in (0.0, 2.0, 8.0):
+        model = FederatedMultiViewClustering(
+            4,
+            views=views,
+            n_clients=2,
+            **{**SMALL, "noise_multiplier": sigma},
+            random_state=0,
+        ).fit(X)
+        fitted[sigma] = model.epsilon_
+    acc = dp.rdp.RdpAccountant()
+    acc.compose(dp.GaussianDpEvent(2.0), SMALL["rounds"] + 1)
+    assert fitted[2.0] == pytest.approx(acc.get_epsilon(1e-5))
+    assert math.isinf(fitted[0.0]) and fitted[8.0] < fitted[2.0]
+
+
+def test_noise_is_added_to_what_clients_send(monkeypatch):
+    pytest.importorskip("dp_accounting")
+    X, _, views = _blobs()
+    sent = {}
+    real = protocol.transmit
+
+    def spy(message):
+        arrived, size = real(message)
+        if "counts" in message:
+            sent.setdefault("counts", []).append(arrived["counts"])
+        return arrived, size
+
+    monkeypatch.setattr(protocol, "transmit", spy)
+    for sigma in (0.0, 1.0):
+        sent.clear()
+        FederatedMultiViewClustering(
+            4,
+            views=views,
+            n_clients=2,
+            **{**SMALL, "noise_multiplier": sigma},
+            random_state=0,
+        ).fit(X)
+        counts = np.concatenate(sent["counts"])
+        integral = np.allclose(counts, np.round(counts))
+        assert integral == (sigma == 0.0)
+
+
+# --- the federation ------------------------------------------------------------
+
+
+def test_recovers_planted_clusters_across_clients():
+    X, y, views = _blobs()
+    Xc, _ = _with_clients(X, 3)
+    model = FederatedMultiViewClustering(
+        4, views=views, client_column=-1, **SMALL, random_state=0
+    ).fit(Xc)
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+    np.testing.assert_array_equal(model.predict(Xc), model.labels_)
+    assert model.client_ids_.tolist() == [3, 13, 23]
+
+
+def test_alignment_is_what_makes_clients_agree():
+    """Without alignment, pooling by index mixes the clients' clusters."""
+    X, y, views = make_multiview_blobs(
+        480, view_sizes=(6, 6), n_clusters=6, separation=4.0, random_state=2
+    )
+    scores = {}
+    for alignment in ("cooccurrence", None):
+        scores[alignment] = np.mean(
+            [
+                clustering_accuracy(
+                    y,
+                    FederatedMultiViewClustering(
+                        6,
+                        views=views,
+                        n_clients=4,
+                        alignment=alignment,
+                        **SMALL,
+                        random_state=seed,
+                    )
+                    .fit(X)
+                    .labels_,
+                )
+                for seed in range(2)
+            ]
+        )
+    assert scores["cooccurrence"] > 0.9
+    assert scores["cooccurrence"] - scores[None] > 0.2
+
+
+def test_no_client_feature_array_leaves_a_client(monkeypatch):
+    """Only per-cluster statistics and prototypes cross the wire."""
+    X, _, views = _blobs()
+    Xc, ids = _with_clients(X, 3)
+    crossed = []
+    real = protocol.transmit
+
+    def spy(message):
+        crossed.append({k: np.array(v) for k, v in message.items()})
+        return real(message)
+
+    monkeypatch.setattr(protocol, "transmit", spy)
+    model = FederatedMultiViewClustering(
+        4, views=views, client_column=-1, **SMALL, random_state=0
+    ).fit(Xc)
+    k, d = 4, SMALL["latent_dim"]
+    total = 0
+    for message in crossed:
+        assert set(message) in (
+            set(protocol.CLIENT_FIELDS),
+            set(protocol.SERVER_FIELDS),
+        )
+        for name, array in message.items():
+            assert array.shape == ((k,) if name == "counts" else (k, d)), name
+            total += array.astype(np.float32).nbytes
+    assert total == model.communication_bytes_
+    assert model.communication_bytes_ < model.feature_bytes_
+    # Rounds 0..3 upload from 3 clients; 3 broadcasts plus the final one down.
+    assert len(crossed) == 4 * 3 + 4 * 3
+
+
+def test_dirichlet_partition_is_skewed_and_each_client_can_cluster():
+    X, y, views = make_multiview_blobs(
+        600, view_sizes=(4, 4), n_clusters=5, separation=5.0, random_state=0
+    )
+    params = {**SMALL, "rounds": 0, "pretrain_iter": 1}
+    iid = FederatedMultiViewClustering(
+        5, views=views, n_clients=4, **params, random_state=0
+    ).fit(X)
+    skew = FederatedMultiViewClustering(
+        5,
+        views=views,
+        n_clients=4,
+        client_partition="dirichlet",
+        partition_alpha=0.2,
+        **params,
+        random_state=0,
+    ).fit(X)
+
+    def spread(model):
+        table = np.zeros((4, 5))
+        np.add.at(table, (model.client_of_sample_, y), 1)
+        shares = table / table.sum(1, keepdims=True)
+        return np.abs(shares - 0.2).sum(1).mean()
+
+    assert np.bincount(iid.client_of_sample_).tolist() == [150] * 4
+    assert spread(skew) > 3 * spread(iid)
+    assert np.bincount(skew.client_of_sample_, minlength=4).min() >= 5
+
+
+def test_clients_missing_whole_views_still_cluster():
+    """Three views; each of two clients lacks a different one (a third has all)."""
+    X, y, views = make_multiview_blobs(
+        240, view_sizes=(6, 6, 6), n_clusters=4, separation=4.0, random_state=3
+    )
+    Xc, ids = _with_clients(X, 3)
+    Xc[ids == 3, :6] = np.nan  # client 3 has no first view
+    Xc[ids == 13, 6:12] = np.nan  # client 13 has no second view
+    fits = {
+        alignment: FederatedMultiViewClustering(
+            4,
+            views=views,
+            client_column=-1,
+            alignment=alignment,
+            **SMALL,
+            random_state=0,
+        ).fit(Xc)
+        for alignment in ("cooccurrence", None)
+    }
+    model = fits["cooccurrence"]
+    aligned = adjusted_rand_score(y, model.labels_)
+    # Clients with different views embed differently (their networks are
+    # never shared), so agreement is weaker than with complete views
+    # (documented), but alignment still makes them agree.
+    assert aligned > 0.7
+    assert aligned - adjusted_rand_score(y, fits[None].labels_) > 0.2
+    np.testing.assert_array_equal(model.predict(Xc), model.labels_)
+
+
+def test_dataframe_client_column_by_name():
+    pd = pytest.importorskip("pandas")
+    X, y, views = _blobs()
+    Xc, _ = _with_clients(X, 2)
+    frame = pd.DataFrame(Xc, columns=[f"f{i}" for i in range(12)] + ["site"])
+    model = FederatedMultiViewClustering(
+        4,
+        views=[[f"f{i}" for i in range(6)], [f"f{i}" for i in range(6, 12)]],
+        client_column="site",
+        **SMALL,
+        random_state=0,
+    ).fit(frame)
+    assert adjusted_rand_score(y, model.labels_) > 0.9
+
+
+def test_flower_backend_equals_the_simulation():
+    pytest.importorskip("flwr")
+    pytest.importorskip("dp_accounting")
+    X, _, views = _blobs(n=150, n_clusters=3)
+    Xc, _ = _with_clients(X, 2)
+    params = {**SMALL, "rounds": 2, "noise_multiplier": 1.0}
+    fits = {
+        backend: FederatedMultiViewClustering(
+            3,
+            views=views,
+            client_column=-1,
+            backend=backend,
+            **params,
+            random_state=0,
+        ).fit(Xc)
+        for backend in ("simulation", "flower")
+    }
+    sim, flower = fits["simulation"], fits["flower"]
+    np.testing.assert_array_equal(sim.labels_, flower.labels_)
+    np.testing.assert_allclose(sim.prototypes_, flower.prototypes_, atol=1e-5)
+    assert sim.communication_per_round_ == flower.communication_per_round_
+    np.testing.assert_array_equal(sim.predict(Xc), flower.predict(Xc))
+
+
+# --- bad input -----------------------------------------------------------------
+
+
+def test_client_with_fewer_samples_than_clusters_is_an_error():
+    X, _, views = _blobs()
+    ids = np.zeros(X.shape[0])
+    ids[:3] = 1
+    with pytest.raises(
+        ValueError, match=r"Client 1 has 3 samples, fewer than n_clusters=4"
+    ):
+        FederatedMultiViewClustering(4, views=views, client_column=-1, **SMALL).fit(
+            np.column_stack([X, ids])
+        )
+
+
+def test_view_missing_at_every_client_is_an_error():
+    X, _, views = _blobs()
+    X[:, 6:] = np.nan
+    with pytest.raises(
+        ValueError, match=r"view\(s\) \[1\] are missing at every client"
+    ):
+        FederatedMultiViewClustering(4, views=views, n_clients=2, **SMALL).fit(X)
+
+
+def test_other_bad_inputs_are_clear_errors():
+    X, _, views = _blobs()
+    Xc, _ = _with_clients(X, 2)
+    bad = Xc.copy()
+    bad[0, -1] = 0.5
+    with pytest.raises(ValueError, match="integer client ids"):
+        FederatedMultiViewClustering(4, views=views, client_column=-1, **SMALL).fit(bad)
+    with pytest.raises(ValueError, match="need 80 samples"):
+        FederatedMultiViewClustering(4, views=views, n_clients=20, **SMALL).fit(X[:60])
+    model = FederatedMultiViewClustering(
+        4, views=views, client_column=-1, **SMALL, random_state=0
+    ).fit(Xc)
+    other = Xc.copy()
+    other[:, -1] = 99
+    with pytest.raises(ValueError, match="Client 99 was not among the clients"):
+        model.predict(other)
+    with pytest.raises(ValueError, match="per-view arrays"):
+        model.fit([X[:, :6], X[:, 6:]])
+
+
+# --- superpixels and the scene ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scene():
+    pytest.importorskip("skimage")
+    return make_remote_sensing_scene((64, 64), n_bands=8, n_regions=20, random_state=0)
+
+
+def test_scene_views_are_complementary():
+    """Grass and tree share a spectrum and differ in height; grass and road
+    share a height and differ in spectrum."""
+    scene = make_remote_sensing_scene(
+        (64, 64), n_bands=8, n_regions=20, terrain=0.0, random_state=0
+    )
+    y = scene.land_cover
+    names = scene.class_names
+    spec = {c: scene.spectral[y == names.index(c)].mean(0) for c in names}
+    elev = {c: scene.elevation[y == names.index(c)].mean() for c in names}
+    assert np.abs(spec["grass"] - spec["tree"]).max() < 0.1
+    assert abs(elev["tree"] - elev["grass"]) > 0.7
+    assert np.abs(spec["grass"] - spec["road"]).max() > 0.2
+    assert abs(elev["grass"] - elev["road"]) < 0.1
+
+
+def test_superpixels_are_pure_and_paint_back(scene):
+    sp = SuperpixelFeaturizer(n_segments=150)
+    F = sp.fit_transform([scene.spectral, scene.elevation])
+    assert F.shape == (sp.n_superpixels_, sum(sp.view_sizes_))
+    assert sp.view_sizes_ == [8, 1]
+    y = scene.land_cover.ravel()
+    seg = sp.segments_.ravel()
+    purity = sum(np.bincount(y[seg == s]).max() for s in range(sp.n_superpixels_))
+    assert purity / y.size > 0.95
+    # Each superpixel's mean band equals the mean of its pixels.
+    s0 = sp.segments_ == 0
+    np.testing.assert_allclose(F[0, :8], scene.spectral[s0].mean(0))
+    labels = np.arange(sp.n_superpixels_)
+    np.testing.assert_array_equal(sp.inverse_transform(labels), sp.segments_)
+    assert sp.n_superpixels_ < y.size / 20
+    full = SuperpixelFeaturizer(
+        n_segments=150, features=("mean", "std", "texture")
+    ).fit([scene.spectral, scene.elevation])
+    assert full.view_sizes_ == [24, 3]
+
+
+def test_superpixel_clustering_needs_both_views(scene):
+    sp = SuperpixelFeaturizer(n_segments=150)
+    F = sp.fit_transform([scene.spectral, scene.elevation])
+    F = (F - F.mean(0)) / F.std(0)
+    F[:, :8] /= np.sqrt(8)
+    y = scene.land_cover.ravel()
+
+    def acc(columns):
+        km = KMeans(6, n_init=10, random_state=0)
+        labels = km.fit_predict(F[:, columns], sample_weight=sp.pixel_counts_)
+        return clustering_accuracy(y, sp.inverse_transform(labels).ravel())
+
+    both, spectral, elevation = acc(slice(None)), acc(slice(0, 8)), acc(slice(8, 9))
+    assert both > max(spectral, elevation) + 0.1
+
+
+def test_superpixel_bad_input(scene):
+    bad = scene.spectral.copy()
+    bad[3, 4, 1] = np.nan
+    with pytest.raises(ValueError, match=r"non-finite value .* pixel \(3, 4\), band 1"):
+        SuperpixelFeaturizer(50).fit(bad)
+    with pytest.raises(ValueError, match="co-registered"):
+        SuperpixelFeaturizer(50).fit([scene.spectral, scene.elevation[:10]])
+    with pytest.raises(ValueError, match="n_segments must be a positive integer"):
+        SuperpixelFeaturizer(0).fit(scene.spectral)
+    with pytest.raises(ValueError, match="features must be"):
+        SuperpixelFeaturizer(50, features=("median",)).fit(scene.spectral)
+    sp = SuperpixelFeaturizer(50).fit(scene.spectral)
+    with pytest.raises(ValueError, match="one row per superpixel"):
+        sp.inverse_transform(np.zeros(sp.n_superpixels_ + 1))
+    with pytest.raises(ValueError, match="fitted on"):
+        sp.transform(scene.spectral[:32])
+    with pytest.raises(ValueError, match="not fitted"):
+        SuperpixelFeaturizer().transform(scene.spectral)
