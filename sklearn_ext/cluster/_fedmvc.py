@@ -669,6 +669,8 @@ class FederatedMultiViewClustering(
         Returns
         -------
         D : ndarray of shape (n_samples, n_clusters)
+            Squared distance of every sample's embedding to every prototype
+            mean.
         """
         X, ids, observed = self._split(X, fitting=False)
         return self._distances(X, ids, observed, self._clients_of(ids))
@@ -684,6 +686,7 @@ class FederatedMultiViewClustering(
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            Index of the nearest global prototype.
         """
         return self.transform(X).argmin(axis=1)
 
@@ -693,12 +696,14 @@ class FederatedMultiViewClustering(
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            As in ``fit``.
         y : None
             Ignored.
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            Cluster of every training sample.
         """
         return self.fit(X).labels_
 
@@ -713,6 +718,7 @@ class FederatedMultiViewClustering(
         Returns
         -------
         ndarray of str
+            One name per column of ``transform``.
         """
         check_is_fitted(self)
         prefix = type(self).__name__.lower()

@@ -175,6 +175,7 @@ class SuperpixelFeaturizer:
         Returns
         -------
         self : object
+            The featurizer, with ``segments_`` set.
         """
         self._check_params()
         slic = _import_slic()
@@ -274,12 +275,14 @@ class SuperpixelFeaturizer:
         Parameters
         ----------
         scene : ndarray of shape (H, W, C), or list of (H, W, C_v) arrays
+            One scene, or the co-registered views of one scene.
         y : None
             Ignored.
 
         Returns
         -------
         features : ndarray of shape (n_superpixels_, sum(view_sizes_))
+            See :meth:`transform`.
         """
         return self.fit(scene).transform(scene)
 
@@ -294,6 +297,7 @@ class SuperpixelFeaturizer:
         Returns
         -------
         image : ndarray of shape (H, W) or (H, W, k)
+            Every pixel gets its superpixel's value.
         """
         self._check_fitted()
         values = np.asarray(values)

@@ -61,6 +61,8 @@ def make_remote_sensing_scene(
     terrain : float, default=0.3
         Amplitude of the smooth terrain under the objects.
     random_state : int, RandomState instance or None, default=None
+        Seeds the map, the spectra, the abundances, the terrain and the
+        noise.
 
     Returns
     -------
