@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from joblib import Parallel, delayed
+
 __all__ = ["main"]
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -93,8 +95,12 @@ def run_demo(cls):
 def cmd_demo(args):
     """Run the short demo of one estimator or of all of them."""
     rows = []
-    for name, cls in _select(args.name):
-        r = run_demo(cls)
+    selected = list(_select(args.name))
+    # The demos are independent: run them in worker processes (joblib gives
+    # each worker its share of the cores), and report them in order.
+    jobs = max(1, min(args.jobs, len(selected)))
+    results = Parallel(n_jobs=jobs)(delayed(run_demo)(cls) for _, cls in selected)
+    for (name, _), r in zip(selected, results):
         direction = "higher" if r["greater_is_better"] else "lower"
         rows.append(
             (
@@ -170,6 +176,12 @@ def main(argv=None):
     sub.add_parser("list", help="table of estimators").set_defaults(func=cmd_list)
     demo = sub.add_parser("demo", help="run the short demos beside a baseline")
     demo.add_argument("name", nargs="?", help="estimator name (default: all)")
+    demo.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="demos run at once, in worker processes (default: 2)",
+    )
     demo.set_defaults(func=cmd_demo)
     bench = sub.add_parser("bench", help="run benchmarks/bench_<name>.py")
     bench.add_argument("name", nargs="?", help="method or estimator (default: all)")
