@@ -18,6 +18,7 @@ output, not through the server.
 
 import collections
 import logging
+import os
 import pickle
 import socket
 import subprocess
@@ -87,15 +88,14 @@ def _client_main(address):
     Its spec arrives pickled on stdin; its state leaves pickled on stdout
     (Flower's own output is sent to stderr).
     """
-    import os
-
     result = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     spec = pickle.load(sys.stdin.buffer)
     import torch
 
-    # One thread: this process is one of several on the machine.
-    torch.set_num_threads(1)
+    # The thread count of the fit that launched it: float reductions, and so
+    # the result, then match the simulation's exactly.
+    torch.set_num_threads(int(spec["n_threads"]))
     logging.getLogger("flwr").setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
     from flwr.client import NumPyClient, start_client
@@ -206,6 +206,9 @@ def run_flower(specs, server, rounds):
     """Run the protocol over Flower; return (client states, broadcast, traffic)."""
     _import_flwr()
     import flwr.server as fs
+    import torch
+
+    specs = [{**spec, "n_threads": torch.get_num_threads()} for spec in specs]
 
     logging.getLogger("flwr").setLevel(logging.ERROR)
     address = f"127.0.0.1:{_free_port()}"
@@ -216,6 +219,9 @@ def run_flower(specs, server, rounds):
         for spec in specs:
             proc = subprocess.Popen(
                 [sys.executable, "-m", __name__, address],
+                # Idle OpenMP threads sleep instead of spinning: the clients
+                # share the cores.
+                env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
