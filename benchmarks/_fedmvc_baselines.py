@@ -13,6 +13,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
+from sklearn_ext.cluster._fedmvc import dirichlet_partition, iid_partition
+
 
 def standardise(X, views):
     """Columns standardised over their observed values, NaN -> 0, views alike."""
@@ -82,21 +84,11 @@ def aligned_federated_kmeans(X, views, client, k, seed):
 def partition(n, n_clients, setting, y_latent, rng, alpha=0.5, min_size=10):
     """Client of every sample: "iid" or "dirichlet" over latent groups."""
     if setting != "dirichlet":
-        client = np.empty(n, dtype=np.int64)
-        for i, part in enumerate(np.array_split(rng.permutation(n), n_clients)):
-            client[part] = i
-        return client
-    for _ in range(100):
-        client = np.empty(n, dtype=np.int64)
-        for g in np.unique(y_latent):
-            members = rng.permutation(np.flatnonzero(y_latent == g))
-            share = rng.dirichlet(np.full(n_clients, alpha))
-            cuts = np.round(np.cumsum(share)[:-1] * members.size).astype(int)
-            for i, part in enumerate(np.split(members, cuts)):
-                client[part] = i
-        if np.bincount(client, minlength=n_clients).min() >= min_size:
-            return client
-    raise RuntimeError("no Dirichlet partition with clients of min_size")
+        return iid_partition(n, n_clients, rng)
+    client = dirichlet_partition(y_latent, n_clients, alpha, rng, min_size)
+    if client is None:
+        raise RuntimeError("no Dirichlet partition with clients of min_size")
+    return client
 
 
 def drop_client_views(X, views, client, rng, share=0.5, keep=(2, 3)):

@@ -158,6 +158,16 @@ class TorchDeviceMixin:
             device=device, generator=make_generator(self.random_state), dtype=dtype
         )
 
+    def _hidden_layer_sizes(self):
+        """The ``hidden_layer_sizes`` parameter as a tuple of ints (may be empty)."""
+        hidden = tuple(self.hidden_layer_sizes)
+        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
+            raise ValueError(
+                "hidden_layer_sizes must be a tuple of positive integers; got "
+                f"{self.hidden_layer_sizes!r}."
+            )
+        return tuple(int(h) for h in hidden)
+
     def _record_device(self, context):
         """Store the device the fit ran on as ``device_``."""
         device = context.device if isinstance(context, _TorchContext) else context
@@ -285,16 +295,6 @@ class TorchMixin(TorchDeviceMixin):
         if self.batch_size == "auto":
             return min(200, n_samples)
         return min(self.batch_size, n_samples)
-
-    def _hidden_layer_sizes(self):
-        """The ``hidden_layer_sizes`` parameter as a tuple of ints (may be empty)."""
-        hidden = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
-            raise ValueError(
-                "hidden_layer_sizes must be a tuple of positive integers; got "
-                f"{self.hidden_layer_sizes!r}."
-            )
-        return tuple(int(h) for h in hidden)
 
     @staticmethod
     def _sample_weight(sample_weight, X, context):

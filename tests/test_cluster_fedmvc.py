@@ -313,7 +313,9 @@ def test_other_bad_inputs_are_clear_errors():
     Xc, _ = _with_clients(X, 2)
     bad = Xc.copy()
     bad[0, -1] = 0.5
-    with pytest.raises(ValueError, match="integer client ids"):
+    with pytest.raises(
+        ValueError, match=r"client id column 12 of X must hold integers"
+    ):
         FederatedMultiViewClustering(4, views=views, client_column=-1, **SMALL).fit(bad)
     with pytest.raises(ValueError, match="need 80 samples"):
         FederatedMultiViewClustering(4, views=views, n_clients=20, **SMALL).fit(X[:60])

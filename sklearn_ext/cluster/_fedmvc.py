@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 
-from sklearn_ext.base import TorchDeviceMixin
+from sklearn_ext.base import MultiViewMixin, TorchDeviceMixin
 from sklearn_ext.cluster import _fedmvc_protocol as protocol
 from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._sklearn_compat import (
@@ -20,26 +20,43 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import child_seeds, import_torch, module_from_bytes
-from sklearn_ext.utils._validation import column_index
+from sklearn_ext.utils._validation import check_integer_ids, column_index
 from sklearn_ext.utils._views import check_views, observed_views
 
 __all__ = ["FederatedMultiViewClustering"]
 
 
-def _client_ids(values, column):
-    """Client ids from a float column of X: integers, or a clear error."""
-    bad = ~np.isfinite(values) | (values != np.round(values))
-    if bad.any():
-        raise ValueError(
-            f"The client column {column} of X must hold integer client ids; it "
-            f"holds {values[bad][0]!r}."
-        )
-    return values.astype(np.int64)
+def iid_partition(n, n_clients, rng):
+    """Client of every sample: a uniform split into near-equal parts."""
+    client = np.empty(n, dtype=np.int64)
+    for i, part in enumerate(np.array_split(rng.permutation(n), n_clients)):
+        client[part] = i
+    return client
+
+
+def dirichlet_partition(groups, n_clients, alpha, rng, min_size, tries=100):
+    """Client of every sample: each group spread in Dirichlet(alpha) shares.
+
+    Draws until every client has at least ``min_size`` samples (at most
+    ``tries`` times); None if no draw did.
+    """
+    n = len(groups)
+    for _ in range(tries):
+        client = np.empty(n, dtype=np.int64)
+        for g in np.unique(groups):
+            members = rng.permutation(np.flatnonzero(groups == g))
+            share = rng.dirichlet(np.full(n_clients, alpha))
+            cuts = np.round(np.cumsum(share)[:-1] * members.size).astype(int)
+            for i, part in enumerate(np.split(members, cuts)):
+                client[part] = i
+        if np.bincount(client, minlength=n_clients).min() >= min_size:
+            return client
+    return None
 
 
 @fill_doc
 class FederatedMultiViewClustering(
-    TransformerMixin, ClusterMixin, TorchDeviceMixin, BaseEstimator
+    TransformerMixin, ClusterMixin, MultiViewMixin, TorchDeviceMixin, BaseEstimator
 ):
     r"""Federated deep multi-view clustering that shares only noised prototypes.
 
@@ -391,27 +408,9 @@ class FederatedMultiViewClustering(
 
     # --- input ------------------------------------------------------------------
 
-    def _hidden(self):
-        hidden = tuple(self.hidden_layer_sizes)
-        if not all(isinstance(h, Integral) and h >= 1 for h in hidden):
-            raise ValueError(
-                "hidden_layer_sizes must be a tuple of positive integers; got "
-                f"{self.hidden_layer_sizes!r}."
-            )
-        return tuple(int(h) for h in hidden)
-
     def _split(self, X, *, fitting):
         """(feature columns, client ids or None, observed views) from X."""
-        if (
-            isinstance(X, (list, tuple))
-            and len(X) > 1
-            and all(getattr(x, "ndim", None) == 2 for x in X)
-        ):
-            raise ValueError(
-                f"X is a list of {len(X)} per-view arrays; this estimator takes "
-                "one 2-D array with the views side by side (np.hstack) and "
-                "views=<their widths>."
-            )
+        self._refuse_view_list(X)
         if fitting:
             X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan")
         else:
@@ -431,7 +430,7 @@ class FederatedMultiViewClustering(
         c = self.client_column_index_
         ids = None
         if c is not None:
-            ids = _client_ids(X[:, c], c)
+            ids = check_integer_ids(X[:, c], c, kind="client", owner="sample")
             X = np.delete(X, c, axis=1)
             if names is not None:
                 names = np.delete(np.asarray(names, dtype=object), c)
@@ -451,30 +450,20 @@ class FederatedMultiViewClustering(
                 f"need {m * k} samples; X has {n}."
             )
         if self.client_partition == "iid":
-            client = np.empty(n, dtype=np.int64)
-            for i, part in enumerate(np.array_split(rng.permutation(n), m)):
-                client[part] = i
-            return client
+            return iid_partition(n, m, rng)
         filled = np.where(np.isnan(X), np.nanmean(X, axis=0), X)
         filled = np.nan_to_num(filled)
         std = filled.std(axis=0)
         filled = (filled - filled.mean(axis=0)) / np.where(std > 0, std, 1.0)
         groups = KMeans(k, n_init=3, random_state=child_seeds(rng)).fit_predict(filled)
-        for _ in range(100):
-            client = np.empty(n, dtype=np.int64)
-            for g in range(k):
-                members = rng.permutation(np.flatnonzero(groups == g))
-                share = rng.dirichlet(np.full(m, self.partition_alpha))
-                cuts = np.round(np.cumsum(share)[:-1] * members.size).astype(int)
-                for i, part in enumerate(np.split(members, cuts)):
-                    client[part] = i
-            if np.bincount(client, minlength=m).min() >= k:
-                return client
-        raise ValueError(
-            f"A Dirichlet(partition_alpha={self.partition_alpha}) partition "
-            f"gave some client fewer than n_clusters={k} samples in 100 draws; "
-            "raise partition_alpha or lower n_clients."
-        )
+        client = dirichlet_partition(groups, m, self.partition_alpha, rng, k)
+        if client is None:
+            raise ValueError(
+                f"A Dirichlet(partition_alpha={self.partition_alpha}) partition "
+                f"gave some client fewer than n_clusters={k} samples in 100 draws; "
+                "raise partition_alpha or lower n_clients."
+            )
+        return client
 
     def _check_clients(self, client, observed):
         k = self.n_clusters
@@ -504,7 +493,7 @@ class FederatedMultiViewClustering(
             "device": str(device),
             "init_seed": init_seed,
             "latent_dim": self.latent_dim,
-            "hidden": self._hidden(),
+            "hidden": self._hidden_layer_sizes(),
             "clip_norm": float(self.clip_norm),
             "learning_rate": float(self.learning_rate_init),
             "n_clusters": self.n_clusters,
@@ -553,7 +542,6 @@ class FederatedMultiViewClustering(
             self.client_ids_, client = np.unique(ids, return_inverse=True)
         self._check_clients(client, observed)
         self.client_of_sample_ = client
-        self._hidden()
         ctx = self._torch_context()
         seeds = child_seeds(rng, len(self.client_ids_) + 1)
         specs = self._client_specs(X, client, ctx.device, seeds)
@@ -606,7 +594,7 @@ class FederatedMultiViewClustering(
             len(self.client_ids_),
             [len(v) for v in self.views_],
             self.latent_dim,
-            self._hidden(),
+            self._hidden_layer_sizes(),
             self.clip_norm,
         )
 
@@ -726,12 +714,6 @@ class FederatedMultiViewClustering(
             [f"{prefix}{k}" for k in range(self.n_clusters)], dtype=object
         )
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # NaN marks a view that a sample (or a whole client) lacks.
-        tags.input_tags.allow_nan = True
-        return tags
-
     # --- harness contract ---------------------------------------------------------
 
     @classmethod
@@ -772,33 +754,21 @@ class FederatedMultiViewClustering(
         CorrelatedVariationalIMVC's demo), and it sees all the data in one
         place, which the federation never does.
         """
-        from sklearn.cluster import SpectralClustering
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
         from sklearn_ext.datasets import load_mfeat
         from sklearn_ext.utils import clustering_accuracy
+        from sklearn_ext.utils._clustering import spectral_baseline_labels
 
         data = load_mfeat()
         X, y = data.data[::3], data.target[::3]
         model = cls(
             n_clusters=10, views=data.views, n_clients=3, rounds=5, random_state=0
         ).fit(X)
-        baseline = make_pipeline(
-            StandardScaler(),
-            SpectralClustering(
-                10,
-                affinity="nearest_neighbors",
-                n_neighbors=15,
-                assign_labels="cluster_qr",
-                random_state=0,
-            ),
-        ).fit(X)
+        baseline = spectral_baseline_labels(X, 10)
         return {
             "data": f"load_mfeat[::3], 3 iid clients, epsilon={model.epsilon_:.1f}",
             "metric": "ACC",
             "score": clustering_accuracy(y, model.labels_),
             "baseline": "SpectralClustering (15-NN graph), all data in one place",
-            "baseline_score": clustering_accuracy(y, baseline[-1].labels_),
+            "baseline_score": clustering_accuracy(y, baseline),
             "greater_is_better": True,
         }

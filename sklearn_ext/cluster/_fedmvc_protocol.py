@@ -27,6 +27,7 @@ from sklearn_ext.utils._torch import (
     train_loop,
     weighted_mean,
 )
+from sklearn_ext.utils._views import observed_column_scaling, observed_views
 
 __all__ = [
     "Client",
@@ -180,16 +181,10 @@ class Client:
         self.spec = spec
         X = np.asarray(spec["X"], dtype=np.float64)
         self.views = [np.asarray(c) for c in spec["views"]]
-        observed = np.column_stack([~np.isnan(X[:, c]).all(axis=1) for c in self.views])
+        observed = observed_views(X, self.views)
         self.observed = observed
         seen = ~np.isnan(X)
-        n_seen = seen.sum(axis=0)
-        values = np.where(seen, X, 0.0)
-        mean = values.sum(axis=0) / np.maximum(n_seen, 1)
-        var = (np.where(seen, X - mean, 0.0) ** 2).sum(axis=0) / np.maximum(n_seen, 1)
-        scale = np.sqrt(var)
-        self.col_mean = mean
-        self.col_scale = np.where(scale > 1e-12, scale, 1.0)
+        self.col_mean, self.col_scale = observed_column_scaling(X)
         self.device = torch.device(spec["device"])
         self.dtype = torch.float32
         Z = np.where(seen, (X - self.col_mean) / self.col_scale, 0.0)

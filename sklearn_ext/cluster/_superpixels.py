@@ -151,7 +151,7 @@ class SuperpixelFeaturizer:
                     f"band {bad[2]}); SLIC needs finite bands: fill or mask "
                     "them first."
                 )
-            if array.shape[:2] != out[0].shape[:2] if out else False:
+            if out and array.shape[:2] != out[0].shape[:2]:
                 raise ValueError(
                     f"View {i} is {array.shape[:2]} pixels but view 0 is "
                     f"{out[0].shape[:2]}; the views of a scene must be "
@@ -177,7 +177,7 @@ class SuperpixelFeaturizer:
         self : object
             The featurizer, with ``segments_`` set.
         """
-        self._check_params()
+        features = self._check_params()
         slic = _import_slic()
         views = self._views(scene)
         stacked = []
@@ -202,8 +202,7 @@ class SuperpixelFeaturizer:
         self.centroids_ = np.column_stack(
             [self._segment_mean(rows), self._segment_mean(cols)]
         )
-        n_features = len(self._check_params())
-        self.view_sizes_ = [n_features * v.shape[2] for v in views]
+        self.view_sizes_ = [len(features) * v.shape[2] for v in views]
         self.n_bands_ = [v.shape[2] for v in views]
         return self
 

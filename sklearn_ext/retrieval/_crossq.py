@@ -20,7 +20,7 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import import_torch, to_numpy, to_tensor
-from sklearn_ext.utils._validation import column_index
+from sklearn_ext.utils._validation import check_integer_ids, column_index
 
 __all__ = ["CrossQCompressor"]
 
@@ -35,14 +35,7 @@ _PSEUDO_QUERIES = 512
 
 def check_groups(values, column):
     """Integer document ids from a float column; a clear error otherwise."""
-    values = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
-        raise ValueError(
-            f"The document id column {column} of X must hold integers (each "
-            "token's document id); it holds non-integer values such as "
-            f"{values[~np.isfinite(values) | (values != np.round(values))][0]!r}."
-        )
-    return values.astype(np.int64)
+    return check_integer_ids(values, column, kind="document", owner="token")
 
 
 @fill_doc

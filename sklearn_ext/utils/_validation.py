@@ -9,7 +9,7 @@ import numpy as np
 
 from sklearn_ext.utils._sklearn_compat import _check_sample_weight
 
-__all__ = ["check_sample_weight", "column_index"]
+__all__ = ["check_integer_ids", "check_sample_weight", "column_index"]
 
 
 def check_sample_weight(sample_weight, X, *, normalize=True):
@@ -110,3 +110,36 @@ def column_index(estimator, column, n_columns, *, param):
             f"{param}={column} is out of range for X with {n_columns} columns."
         )
     return int(column) % n_columns
+
+
+def check_integer_ids(values, column, *, kind, owner):
+    """Integer ids from a float column of X (documents, clients, ...).
+
+    Parameters
+    ----------
+    values : array-like of shape (n_samples,)
+    column : int or str
+        The column, for the message.
+    kind : str
+        What the ids name (``"document"``, ``"client"``).
+    owner : str
+        What each row is (``"token"``, ``"sample"``).
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        If a value is not finite or not an integer.
+    """
+    values = np.asarray(values, dtype=float)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        raise ValueError(
+            f"The {kind} id column {column} of X must hold integers (each "
+            f"{owner}'s {kind} id); it holds non-integer values such as "
+            f"{values[bad][0]!r}."
+        )
+    return values.astype(np.int64)

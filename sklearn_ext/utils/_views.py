@@ -9,7 +9,7 @@ import numpy as np
 
 from sklearn_ext.utils._validation import column_index
 
-__all__ = ["check_views", "observed_views"]
+__all__ = ["check_views", "observed_column_scaling", "observed_views"]
 
 
 def _is_int(value):
@@ -214,3 +214,31 @@ def observed_views(X, views, *, require_one=True):
                 "must keep at least one view."
             )
     return observed
+
+
+def observed_column_scaling(X, weights=None):
+    """Mean and standard deviation of every column over its observed (non-NaN) rows.
+
+    The standardisation of multi-view data with missing views: a column's
+    statistics come from the samples that have its view (weighted by
+    ``weights`` when given). A column with no observed row gets mean 0, and a
+    constant or unobserved column scale 1.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    weights : ndarray of shape (n_samples,), default=None
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (n_features,)
+    """
+    seen = ~np.isnan(X)
+    w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    ws = seen * w[:, None]
+    total = np.maximum(ws.sum(axis=0), 1e-300)
+    values = np.where(seen, X, 0.0)
+    mean = (ws * values).sum(axis=0) / total
+    var = (ws * (values - mean) ** 2).sum(axis=0) / total
+    scale = np.sqrt(var)
+    return mean, np.where(scale > 1e-12, scale, 1.0)
