@@ -66,14 +66,14 @@ class SuperpixelFeaturizer:
     Attributes
     ----------
     segments_ : ndarray of shape (H, W)
-        Superpixel of every pixel (0 .. n_superpixels_ - 1).
+        Superpixel of every pixel (0 .. `n_superpixels_` - 1).
     n_superpixels_ : int
     view_sizes_ : list of int
         Feature columns of every view, in order (a ``views`` parameter for
         :class:`FederatedMultiViewClustering`).
-    centroids_ : ndarray of shape (n_superpixels_, 2)
+    centroids_ : ndarray of shape (`n_superpixels_`, 2)
         Row and column of every superpixel's centre.
-    pixel_counts_ : ndarray of shape (n_superpixels_,)
+    pixel_counts_ : ndarray of shape (`n_superpixels_`,)
 
     References
     ----------
@@ -228,7 +228,7 @@ class SuperpixelFeaturizer:
 
         Returns
         -------
-        features : ndarray of shape (n_superpixels_, sum(view_sizes_))
+        features : ndarray of shape (`n_superpixels_`, sum(`view_sizes_`))
             The views' features side by side; within a view, all bands'
             means, then spreads, then textures.
         """
@@ -280,7 +280,7 @@ class SuperpixelFeaturizer:
 
         Returns
         -------
-        features : ndarray of shape (n_superpixels_, sum(view_sizes_))
+        features : ndarray of shape (`n_superpixels_`, sum(`view_sizes_`))
             See :meth:`transform`.
         """
         return self.fit(scene).transform(scene)
@@ -290,7 +290,7 @@ class SuperpixelFeaturizer:
 
         Parameters
         ----------
-        values : array-like of shape (n_superpixels_,) or (n_superpixels_, k)
+        values : array-like of shape (`n_superpixels_`,) or (`n_superpixels_`, k)
             E.g. the cluster labels of the superpixels.
 
         Returns
