@@ -12,6 +12,7 @@ from sklearn_ext.datasets._graph_multitask import make_graph_multitask
 from sklearn_ext.datasets._longtail_multilabel import make_longtail_multilabel
 from sklearn_ext.datasets._mfeat import load_mfeat
 from sklearn_ext.datasets._mice import load_mice_connectomes
+from sklearn_ext.datasets._multibehavior import make_multibehavior
 from sklearn_ext.datasets._multilayer_network import make_multilayer_network
 from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
 from sklearn_ext.datasets._remote_sensing import make_remote_sensing_scene
@@ -25,6 +26,7 @@ __all__ = [
     "load_mice_connectomes",
     "make_graph_multitask",
     "make_longtail_multilabel",
+    "make_multibehavior",
     "make_multilayer_network",
     "make_multiview_blobs",
     "make_remote_sensing_scene",
