@@ -17,6 +17,7 @@ _submodules = [
     "model_selection",
     "multilabel",
     "network",
+    "recommendation",
     "retrieval",
     "robust_optimization",
     "utils",

@@ -26,7 +26,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, MaxAbsScaler, StandardScaler
 from sklearn.utils import get_tags
 from sklearn.utils.estimator_checks import check_param_validation
 from sklearn.utils.validation import has_fit_parameter
@@ -186,7 +186,13 @@ def test_pickle_in_fresh_process(estimator, tmp_path):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
 def test_pipeline_grid_search_parallel(estimator):
     X, y = make_test_data(estimator)
-    steps = [("scale", StandardScaler()), ("est", clone(estimator))]
+    # Estimators of non-negative data (interaction counts) get a scaler that
+    # keeps them non-negative.
+    if get_tags(estimator).input_tags.positive_only:
+        scaler, grid = MaxAbsScaler(), {"scale__copy": [True, False]}
+    else:
+        scaler, grid = StandardScaler(), {"scale__with_mean": [True, False]}
+    steps = [("scale", scaler), ("est", clone(estimator))]
     scoring = None
     if not (is_classifier(estimator) or is_regressor(estimator)):
         if get_tags(estimator).estimator_type == "clusterer":
@@ -195,7 +201,7 @@ def test_pipeline_grid_search_parallel(estimator):
             steps.append(("final", LinearRegression()))
     search = GridSearchCV(
         Pipeline(steps),
-        {"scale__with_mean": [True, False]},
+        grid,
         cv=3,
         n_jobs=2,
         scoring=scoring,

@@ -1,0 +1,304 @@
+"""GCIBRecommender: propagation, mask, ranking, ablations, bad input."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
+
+from sklearn_ext.datasets import make_multibehavior
+from sklearn_ext.recommendation import GCIBRecommender
+from sklearn_ext.recommendation._gcib_nn import (
+    BipartiteGraph,
+    _EdgeBilinear,
+    _WeightedSpMM,
+    pair_lookup,
+)
+from sklearn_ext.recommendation._ranking import ranking_metrics, top_k_items
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    return make_multibehavior(800, 600, noise_rate=0.3, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(noisy):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return GCIBRecommender(behaviors=noisy.behaviors, random_state=0).fit(
+            noisy.data
+        )
+
+
+def _random_graph(rng, n_users=7, n_items=5, density=0.5):
+    A = (rng.random((n_users, n_items)) < density).astype(float)
+    A[0] = 0.0  # a user without edges
+    users, items = np.nonzero(A)
+    graph = BipartiteGraph(
+        torch.as_tensor(users), torch.as_tensor(items), n_users, n_items
+    )
+    return A, graph
+
+
+# --- the sparse pieces against dense references -----------------------------
+
+
+def test_propagation_is_lightgcn_on_the_dense_graph():
+    rng = np.random.default_rng(0)
+    A, graph = _random_graph(rng)
+    E_u, E_i = rng.normal(size=(7, 3)), rng.normal(size=(5, 3))
+    du, di = A.sum(1), A.sum(0)
+    norm = A / np.sqrt(np.outer(du, di) + 1e-8)
+    users, items = [E_u], [E_i]
+    u, i = E_u, E_i
+    for _ in range(2):
+        u, i = norm @ i, norm.T @ u
+        users.append(u)
+        items.append(i)
+    values = graph.normalized_values(torch.ones(graph.n_edges, dtype=torch.float64))
+    got_u, got_i = graph.propagate(
+        values, torch.as_tensor(E_u), torch.as_tensor(E_i), 2
+    )
+    np.testing.assert_allclose(got_u.numpy(), np.mean(users, 0), rtol=1e-6)
+    np.testing.assert_allclose(got_i.numpy(), np.mean(items, 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("forward", [True, False])
+def test_weighted_spmm_gradients(forward):
+    rng = np.random.default_rng(1)
+    _, graph = _random_graph(rng)
+    values = torch.rand(graph.n_edges, dtype=torch.float64, requires_grad=True)
+    rows = 5 if forward else 7
+    dense = torch.randn(rows, 3, dtype=torch.float64, requires_grad=True)
+
+    def fn(v, x):
+        v = v if forward else v[graph.to_items_order]
+        return _WeightedSpMM.apply(v, graph, forward, x)
+
+    assert torch.autograd.gradcheck(fn, (values, dense))
+
+
+def test_edge_bilinear_gradients_and_values():
+    rng = np.random.default_rng(2)
+    _, graph = _random_graph(rng)
+    masks = [(torch.arange(graph.n_edges) % 2 == b).to(torch.float64) for b in range(2)]
+    h_u = torch.randn(7, 4, dtype=torch.float64)
+    h_i = torch.randn(5, 4, dtype=torch.float64)
+    w = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
+    c = torch.randn(2, dtype=torch.float64, requires_grad=True)
+    out = _EdgeBilinear.apply(w, c, graph, h_u, h_i, masks)
+    b = torch.arange(graph.n_edges) % 2
+    expected = (h_u[graph.users] * h_i[graph.items] * w[b]).sum(1) + c[b]
+    torch.testing.assert_close(out, expected)
+    assert torch.autograd.gradcheck(
+        lambda w, c: _EdgeBilinear.apply(w, c, graph, h_u, h_i, masks), (w, c)
+    )
+
+
+def test_pair_lookup_finds_every_edge_and_only_those():
+    users = torch.tensor([0, 0, 0, 1, 2, 2])
+    items = torch.tensor([1, 1, 3, 0, 2, 4])  # (0, 1) in two behaviours
+    keys = users * 5 + items
+    pos, found = pair_lookup(
+        keys, torch.tensor([0, 0, 1, 2, 2]), torch.tensor([1, 2, 0, 4, 0]), 5, 2
+    )
+    assert found.sum(1).tolist() == [2, 0, 1, 1, 0]
+    assert (keys[pos][found] == torch.tensor([1, 1, 5, 14])).all()
+
+
+def test_ranking_metrics_against_a_loop():
+    rng = np.random.default_rng(3)
+    U, V = rng.normal(size=(30, 4)), rng.normal(size=(12, 4))
+    seen = sp.csr_matrix((rng.random((30, 12)) < 0.3).astype(float))
+    test = np.zeros((30, 12))
+    for u in range(30):
+        if u % 4:
+            free = np.flatnonzero(seen[u].toarray().ravel() == 0)
+            test[u, rng.choice(free, size=1 + u % 2, replace=False)] = 1
+    got = ranking_metrics(U, V, sp.csr_matrix(test), seen=seen, k=5, batch_size=7)
+    hr, ndcg = [], []
+    for u in range(30):
+        rel = np.flatnonzero(test[u])
+        if not rel.size:
+            continue
+        s = U[u] @ V.T
+        s[seen[u].toarray().ravel() > 0] = -np.inf
+        top = np.argsort(-s, kind="stable")[:5]
+        gains = np.isin(top, rel) / np.log2(np.arange(2, 7))
+        ideal = (1 / np.log2(np.arange(2, 7)))[: min(rel.size, 5)].sum()
+        hr.append(np.isin(top, rel).any())
+        ndcg.append(gains.sum() / ideal)
+    assert got["n_users"] == len(hr)
+    assert got["hr"] == pytest.approx(np.mean(hr))
+    assert got["ndcg"] == pytest.approx(np.mean(ndcg))
+
+
+def test_top_k_orders_best_first_and_excluded_last():
+    scores = np.array([[0.1, 0.9, -np.inf, 0.5], [1.0, 1.0, 0.0, 2.0]])
+    np.testing.assert_array_equal(top_k_items(scores, 3), [[1, 3, 0], [3, 0, 1]])
+    assert top_k_items(scores, 10).shape == (2, 4)
+
+
+# --- the method's behaviour ----------------------------------------------------
+
+
+def test_mask_separates_flagged_noise(noisy, fitted):
+    keep = fitted.edge_keep_prob_.tocoo()
+    flags = np.asarray(noisy.noise.tocsr()[keep.row, keep.col]).ravel()
+    n = noisy.n_items
+    # Every auxiliary interaction has a keep probability, the target none.
+    assert keep.nnz == noisy.data[:, : 2 * n].nnz
+    assert (keep.col < 2 * n).all()
+    assert roc_auc_score(flags == 0, keep.data) > 0.7
+
+
+def test_auxiliary_behaviours_matter(noisy, fitted):
+    """Ablation: the target-graph-only model ranks the held-out buys worse."""
+    ours = fitted.score(noisy.test)
+    target_only = GCIBRecommender(
+        behaviors=noisy.behaviors, auxiliary="none", random_state=0
+    ).fit(noisy.data)
+    assert ours > 1.3 * target_only.score(noisy.test)
+    assert target_only.user_embeddings_.shape[1] == 64
+    assert (target_only.edge_keep_prob_.data == 0.0).all()
+
+
+def test_keep_all_ablation_keeps_every_edge(noisy):
+    model = GCIBRecommender(
+        8, behaviors=noisy.behaviors, auxiliary="all", max_iter=2, random_state=0
+    ).fit(noisy.data)
+    assert model.edge_keep_prob_.nnz == noisy.data[:, : 2 * noisy.n_items].nnz
+    assert (model.edge_keep_prob_.data == 1.0).all()
+
+
+def test_recommend_is_top_k_of_scores_without_seen(noisy, fitted):
+    users = np.arange(40)
+    recs = fitted.recommend(users, k=10)
+    scores = fitted.predict_scores(users)
+    seen = fitted.seen_[users].toarray() > 0
+    scores[seen] = -np.inf
+    expected = np.argsort(-scores, axis=1, kind="stable")[:, :10]
+    np.testing.assert_array_equal(np.sort(recs, 1), np.sort(expected, 1))
+    assert not seen[np.arange(40)[:, None], recs].any()
+    with_seen = fitted.recommend(users, k=10, exclude_seen=False)
+    assert seen[np.arange(40)[:, None], with_seen].any()
+
+
+def test_score_is_ndcg_of_the_predicted_scores(noisy, fitted):
+    U = np.eye(noisy.data.shape[0])
+    scores = fitted.predict_scores(np.arange(noisy.data.shape[0]))
+    expected = ranking_metrics(U, scores.T, noisy.test, seen=fitted.seen_)["ndcg"]
+    assert fitted.score(noisy.test) == pytest.approx(expected)
+    # The full-width layout reads its target block.
+    wide = sp.hstack([sp.csr_matrix(noisy.data.shape), noisy.test]).tocsr()
+    wide = wide[:, noisy.test.shape[1] :]
+    assert fitted.score(wide) == pytest.approx(expected)
+
+
+def test_transform_folds_users_in_row_by_row(noisy, fitted):
+    Z = fitted.transform(noisy.data[:50])
+    assert Z.shape == (50, fitted.item_embeddings_.shape[1])
+    np.testing.assert_allclose(fitted.transform(noisy.data[10:20]), Z[10:20])
+    # A user's fold-in ranks its own training purchases high.
+    buys = noisy.data[:50, -noisy.n_items :].toarray() > 0
+    S = Z @ fitted.item_embeddings_.T
+    assert roc_auc_score(buys.ravel(), S.ravel()) > 0.8
+
+
+def test_sparse_and_dense_input_fit_alike():
+    data = make_multibehavior(120, 60, random_state=1)
+    kw = {"n_components": 8, "behaviors": 3, "max_iter": 3, "random_state": 0}
+    a = GCIBRecommender(**kw).fit(data.data)
+    b = GCIBRecommender(**kw).fit(data.data.toarray())
+    np.testing.assert_allclose(a.user_embeddings_, b.user_embeddings_, rtol=1e-6)
+    assert a.behaviors_ == ["behavior_0", "behavior_1", "behavior_2"]
+
+
+def test_target_by_name_and_position():
+    data = make_multibehavior(100, 50, random_state=2)
+    kw = {"n_components": 8, "max_iter": 2, "random_state": 0}
+    a = GCIBRecommender(behaviors=data.behaviors, target="buy", **kw).fit(data.data)
+    b = GCIBRecommender(behaviors=3, target=-1, **kw).fit(data.data)
+    np.testing.assert_array_equal(a.seen_.toarray(), b.seen_.toarray())
+    c = GCIBRecommender(behaviors=data.behaviors, target="view", **kw).fit(data.data)
+    assert c.target_index_ == 0 and c.seen_.nnz == data.data[:, :50].nnz
+
+
+def test_pickle_keeps_scores(fitted):
+    again = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(
+        again.predict_scores([0, 5]), fitted.predict_scores([0, 5])
+    )
+
+
+# --- bad input -------------------------------------------------------------------
+
+
+def test_negative_entries_are_refused():
+    X = np.ones((5, 6))
+    X[1, 2] = -1
+    with pytest.raises(ValueError, match="Negative values"):
+        GCIBRecommender(behaviors=2).fit(X)
+
+
+@pytest.mark.parametrize(
+    "behaviors, target, message",
+    [
+        (4, None, "do not tile the 6 columns"),
+        (["a", "a"], None, "duplicate"),
+        (["a", "b"], "c", "not among the behaviors"),
+        (2, 5, "out of range"),
+        ([1, 2], None, "sequence of names"),
+    ],
+)
+def test_bad_behaviors(behaviors, target, message):
+    with pytest.raises(ValueError, match=message):
+        GCIBRecommender(behaviors=behaviors, target=target).fit(np.ones((5, 6)))
+
+
+def test_no_target_interaction_is_an_error():
+    X = np.zeros((5, 6))
+    X[:, :3] = 1.0
+    with pytest.raises(ValueError, match="no interaction in its target block"):
+        GCIBRecommender(behaviors=2).fit(X)
+
+
+def test_users_at_recommend(fitted):
+    with pytest.raises(ValueError, match="not rows of the training matrix"):
+        fitted.recommend([0, 10_000])
+    with pytest.raises(ValueError, match="integer row indices"):
+        fitted.recommend([0.5])
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        fitted.recommend([0], k=0)
+
+
+def test_user_without_interactions_gets_popular_items():
+    rng = np.random.default_rng(0)
+    X = (rng.random((30, 12)) < 0.4).astype(float)
+    X[3] = 0.0
+    model = GCIBRecommender(8, behaviors=2, max_iter=2, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match=r"users \[3\] had no interaction"):
+        recs = model.recommend([3, 4], k=3)
+    popularity = X[:, 6:].sum(0)
+    assert set(recs[0]) == set(np.argsort(-popularity, kind="stable")[:3]) or (
+        popularity[recs[0]].min() >= np.sort(popularity)[-3]
+    )
+
+
+def test_score_needs_the_training_users(fitted, noisy):
+    with pytest.raises(ValueError, match="training users"):
+        fitted.score(noisy.test[:10])
+    with pytest.raises(ValueError, match="X has 7 features"):
+        fitted.score(sp.csr_matrix((noisy.test.shape[0], 7)))
