@@ -65,18 +65,26 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
       auxiliary behaviours together; the auxiliary view). A user-item score
       is the sum of the two views' dot products.
     - **Structure-level bottleneck.** Every auxiliary edge (u, i) of behaviour
-      b has a keep probability ``sigmoid(w_b . (h_u * h_i) + c_b)`` where
-      ``h`` are the target view's embeddings: an edge survives as far as its
-      ends agree in the target behaviour's geometry. The auxiliary view
-      propagates over the graph weighted by the mask (degrees recomputed from
-      the weights), sampled in training from a binary-concrete relaxation.
-      The graph information bottleneck keeps the information the denoised
-      graph shares with the target graph (a BPR loss of the auxiliary view
-      alone on target edges: a lower bound on that mutual information up to
-      constants) and drops the rest of the original auxiliary graph
-      (``beta`` times the KL divergence of each edge's keep distribution
-      from a Bernoulli(``keep_prior``) prior: a variational upper bound on the
-      information the mask keeps about the original graph).
+      b has a keep probability ``sigmoid(w_b . (h_u * h_i) + c_b + a_i)``
+      where ``h`` are the (detached) target-view embeddings side by side with
+      the whole auxiliary graph's LightGCN embeddings, and ``a_i`` a learned
+      trust of item i's auxiliary edges (clickbait items earn a low one): an
+      edge survives as far as its ends agree. The auxiliary view propagates
+      over the graph weighted by the mask (degrees recomputed from the
+      weights), sampled in training from a binary-concrete relaxation
+      (temperature 0.5) and equal to the keep probability afterwards. The
+      graph information bottleneck keeps the information the denoised graph
+      shares with the target graph: a BPR loss on target edges of the
+      auxiliary view alone, plus the direct evidence of the pair's own kept
+      edges (``sum_b gamma_b keep_{u,i,b}``, learned ``gamma``; this term
+      only, not the final score), a lower bound on that mutual information up
+      to constants. It drops the rest of the original auxiliary graph:
+      ``beta`` times the KL divergence of each edge's keep distribution from
+      a Bernoulli(``keep_prior``) prior, a variational upper bound on the
+      information the mask keeps about the original graph. The auxiliary
+      view also learns from its own edges: a BPR term on a sample of
+      auxiliary edges (one pass per epoch), each weighted by its current keep
+      probability.
     - **Feature-level contrast.** InfoNCE (``temperature``) between the
       target-view and the auxiliary-view embedding of the same user, and of
       the same item, against the other users (items) of the batch, weighted
@@ -121,7 +129,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         1024), so that an epoch is about eight propagations of the graph.
     learning_rate_init : float, default=0.01
         Adam's learning rate.
-    max_iter : int, default=60
+    max_iter : int, default=100
         Maximum number of epochs (passes over the target interactions).
     tol : float, default=1e-2
         Training stops when the epoch loss has not improved by ``tol`` for
@@ -255,7 +263,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         alpha=1e-4,
         batch_size="auto",
         learning_rate_init=0.01,
-        max_iter=60,
+        max_iter=100,
         tol=1e-2,
         n_iter_no_change=10,
         warm_start=False,
