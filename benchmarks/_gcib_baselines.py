@@ -32,7 +32,6 @@ such data and prints validation HR@10 / NDCG@10 and seconds.
 
 import time
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from sklearn_ext.recommendation._ranking import ranking_metrics
+from sklearn_ext.utils._torch import cpu_thread_limit
 
 __all__ = [
     "fit_als",
@@ -119,22 +119,6 @@ class _SymmetricSpMM(torch.autograd.Function):
         return None, ctx.adj @ grad
 
 
-@contextmanager
-def _single_thread():
-    """torch on one intra-op thread for the duration (restored after).
-
-    These models run thousands of small steps; on a loaded two-core machine
-    torch's OpenMP threads spin-waited for each other and one thread was
-    ~20x faster than two.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _to_numpy_split(emb, n_users):
     emb = emb.detach().cpu().double().numpy()
     return np.ascontiguousarray(emb[:n_users]), np.ascontiguousarray(emb[n_users:])
@@ -198,7 +182,9 @@ def fit_lightgcn(
     # messages at every layer of every step (about 7x faster).
     adjacency = _bipartite_adjacency(graph)
 
-    with _single_thread():
+    # Thousands of small steps: one intra-op thread was ~20x faster than two
+    # on a loaded two-core machine (OpenMP spin-waits).
+    with cpu_thread_limit(1):
         model = LightGCN(n_users + n_items, n_components, n_layers, normalize=False)
         torch.nn.init.xavier_uniform_(model.embedding.weight, generator=gen)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -407,7 +393,9 @@ def fit_crgcn(
         reg = weight[base].pow(2).sum() / users.numel()
         return -F.logsigmoid(diff).mean() + weight_decay * reg
 
-    with _single_thread():
+    # Thousands of small steps: one intra-op thread was ~20x faster than two
+    # on a loaded two-core machine (OpenMP spin-waits).
+    with cpu_thread_limit(1):
         target_users, target_items = pairs[-1]
         n_target = target_users.numel()
         for _ in range(n_epochs):
@@ -433,70 +421,12 @@ def fit_crgcn(
 # smoke run / tuning aid
 
 
-def _stand_in_data(n_users, n_items, noise_rate, random_state):
-    """A view -> cart -> buy funnel; used only if make_multibehavior is absent.
-
-    Users and items have latent factors; buys, carts and views are drawn by
-    Gumbel top-k on the affinity, a ``noise_rate`` share of every auxiliary
-    behaviour is replaced by uniformly random items, and most buys are also
-    carted and viewed. One buy per user is the test item.
-    """
-    from sklearn.utils import Bunch
-
-    rng = np.random.default_rng(random_state)
-    rank = 16
-    U = rng.normal(size=(n_users, rank))
-    V = rng.normal(size=(n_items, rank))
-    pop = rng.normal(scale=1.0, size=n_items)
-    affinity = 1.5 * U @ V.T / np.sqrt(rank) + pop
-
-    def top(logits, counts):
-        noisy = logits + rng.gumbel(size=logits.shape)
-        order = np.argsort(-noisy, axis=1)
-        return [order[u, : counts[u]] for u in range(n_users)]
-
-    def to_csr(lists):
-        rows = np.repeat(np.arange(n_users), [len(x) for x in lists])
-        cols = np.concatenate(lists)
-        M = sp.csr_matrix((np.ones(cols.size), (rows, cols)), shape=(n_users, n_items))
-        M.data[:] = 1.0
-        return M
-
-    buys = top(affinity, rng.poisson(4.5, n_users) + 2)
-    test = [b[:1] for b in buys]
-    train_buy = [b[1:] for b in buys]
-
-    def auxiliary(mean_count, keep_buys):
-        counts = rng.poisson(mean_count, n_users) + 1
-        lists = top(0.8 * affinity, counts)
-        out = []
-        for u in range(n_users):
-            items = lists[u]
-            noisy = rng.random(items.size) < noise_rate
-            items = np.where(noisy, rng.integers(n_items, size=items.size), items)
-            kept = buys[u][rng.random(buys[u].size) < keep_buys]
-            out.append(np.unique(np.concatenate([items, kept])))
-        return out
-
-    view = auxiliary(40, 0.9)
-    cart = auxiliary(9, 0.7)
-    data = sp.hstack([to_csr(view), to_csr(cart), to_csr(train_buy)]).tocsr()
-    return Bunch(data=data, test=to_csr(test), n_items=n_items, n_behaviors=3)
-
-
 def _load(noise_rate, random_state):
-    try:
-        from sklearn_ext.datasets import make_multibehavior
-    except ImportError:
-        make_multibehavior = None
-    if make_multibehavior is not None:
-        return make_multibehavior(
-            n_users=2000,
-            n_items=1500,
-            noise_rate=noise_rate,
-            random_state=random_state,
-        ), "make_multibehavior"
-    return _stand_in_data(2000, 1500, noise_rate, random_state), "stand-in"
+    from sklearn_ext.datasets import make_multibehavior
+
+    return make_multibehavior(
+        n_users=2000, n_items=1500, noise_rate=noise_rate, random_state=random_state
+    )
 
 
 def _validation_split(data, n_items, random_state):
@@ -524,12 +454,12 @@ def _validation_split(data, n_items, random_state):
 
 def _main(noise_rates):
     for noise_rate in noise_rates:
-        bunch, source = _load(noise_rate, 100)
+        bunch = _load(noise_rate, 100)
         blocks, held = _validation_split(bunch.data, bunch.n_items, 0)
         target = blocks[-1]
         merged = _binary_csr(sum(blocks))
         print(
-            f"noise_rate={noise_rate} ({source}): "
+            f"noise_rate={noise_rate}: "
             + ", ".join(f"{b.nnz}" for b in blocks)
             + f" interactions per behaviour, {held.nnz} validation users"
         )

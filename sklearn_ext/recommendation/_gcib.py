@@ -9,6 +9,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_array
 from sklearn.utils.validation import check_non_negative
 
 from sklearn_ext.base import TorchMixin
@@ -463,7 +464,8 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
                 idx = idx[pick[:_CONTRAST_SIZE].to(idx.device)]
             return idx
 
-        if aux_graph is not None:
+        if mode == "denoised":
+            # Sorted (user, item) keys of the auxiliary edges, for pair_lookup.
             keys = aux_graph.users * n_items + aux_graph.items
             max_dup = max(n_aux, 1)
 
@@ -472,7 +474,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
             neg = torch.randint(n_items, (idx.numel(),), generator=generator)
             neg = neg.to(device)
             lookups = None
-            if aux_graph is not None:
+            if mode == "denoised":
                 lookups = (
                     pair_lookup(keys, users, pos, n_items, max_dup),
                     pair_lookup(keys, users, neg, n_items, max_dup),
@@ -494,7 +496,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
                 aux_neg = torch.randint(n_items, size, generator=generator)
                 aux_batch = (edges.to(device), aux_neg.to(device))
             return gcib_batch_loss(
-                views, users, pos, neg, None, params, contrast, lookups, aux_batch
+                views, users, pos, neg, params, contrast, lookups, aux_batch
             )
 
         optimizer = adam(net.parameters(), lr=self.learning_rate_init)
@@ -716,8 +718,10 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
             Mean NDCG@10 over the users with held-out interactions.
         """
         check_is_fitted(self)
-        X = sp.csr_matrix(X) if sp.issparse(X) else np.asarray(X)
-        if X.ndim != 2 or X.shape[0] != self.n_users_:
+        # Its own width rule (target block or all blocks), so check_array, not
+        # validate_data: NaN, infinity, strings and 1-D input still fail here.
+        X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
+        if X.shape[0] != self.n_users_:
             raise ValueError(
                 f"score takes the held-out interactions of the {self.n_users_} "
                 f"training users (one row each); got shape {X.shape}."

@@ -269,7 +269,8 @@ class GCIBNet(nn.Module):
         -------
         views : dict
             ``users_t, items_t`` and, unless ``mode="none"``, ``users_a,
-            items_a``; with ``mode="denoised"`` also ``logits`` and ``keep``.
+            items_a``; with ``mode="denoised"`` also ``logits``, ``keep`` and
+            ``edge_scores`` (each auxiliary edge's direct evidence).
         """
         users_t, items_t = target.propagate(
             target.normalized_values(), self.user_emb, self.item_emb, n_layers
@@ -300,11 +301,12 @@ class GCIBNet(nn.Module):
             aux.normalized_values(weights), self.user_emb, self.item_emb, n_layers
         )
         views["users_a"], views["items_a"] = users_a, items_a
-        # Direct evidence, for the bottleneck's sufficiency term: each kept
-        # auxiliary edge adds its behaviour's weight times its keep
-        # probability to the score of its (user, item) pair.
-        per_edge = sum(m * w for m, w in zip(aux_behavior, self.edge_weight))
-        views["edge_scores"] = per_edge if weights is None else per_edge * weights
+        if mode == "denoised":
+            # Direct evidence, for the bottleneck's sufficiency term: each kept
+            # auxiliary edge adds its behaviour's weight times its keep
+            # probability to the score of its (user, item) pair.
+            per_edge = sum(m * w for m, w in zip(aux_behavior, self.edge_weight))
+            views["edge_scores"] = per_edge * weights
         return views
 
 
@@ -329,8 +331,11 @@ def direct_scores(views, lookup):
     return (views["edge_scores"][pos] * found).sum(1)
 
 
-def _bpr(users, pos, neg, u_emb, i_emb, weights, direct=0.0):
-    """Per-edge BPR loss ``-log sigmoid(s(u, pos) - s(u, neg))``, weighted mean."""
+def _bpr(users, pos, neg, u_emb, i_emb, weights=None, direct=0.0):
+    """Per-edge BPR loss ``-log sigmoid(s(u, pos) - s(u, neg))``, weighted mean.
+
+    ``direct`` is added to each score difference (the direct evidence).
+    """
     u = u_emb[users]
     diff = (u * (i_emb[pos] - i_emb[neg])).sum(1) + direct
     return weighted_mean(F.softplus(-diff), weights)
@@ -353,9 +358,7 @@ def _bernoulli_kl(logits, prior):
     ).mean()
 
 
-def gcib_batch_loss(
-    views, users, pos, neg, weights, params, contrast_idx, lookups, aux_batch=None
-):
+def gcib_batch_loss(views, users, pos, neg, params, contrast_idx, lookups, aux_batch):
     """GCIB's minibatch objective on target edges (users, pos) with negatives.
 
     ``BPR(final) + BPR(aux view) + BPR_keep(aux view, aux edges)
@@ -377,15 +380,15 @@ def gcib_batch_loss(
     views : dict
         From :meth:`GCIBNet.forward`.
     users, pos, neg : LongTensor of shape (batch,)
-    weights : tensor of shape (batch,) or None
     params : dict
         ``beta``, ``keep_prior``, ``contrast_weight``, ``temperature``,
         ``alpha``, ``emb`` (the layer-0 user and item embeddings).
     contrast_idx : tuple of LongTensor
         The users and items contrasted in this batch.
-    lookups : tuple
-        :func:`pair_lookup` of the positive and of the negative pairs.
-    aux_batch : tuple of LongTensor, default=None
+    lookups : tuple or None
+        :func:`pair_lookup` of the positive and of the negative pairs, with
+        the denoised auxiliary view.
+    aux_batch : tuple of LongTensor or None
         ``(edges, negatives)``: a sample of auxiliary edges (positions in the
         graph) and one random item each, for the auxiliary view's own BPR
         term, weighted by each edge's (detached) keep probability.
@@ -403,10 +406,10 @@ def gcib_batch_loss(
     direct = 0.0
     if "edge_scores" in views:
         direct = direct_scores(views, lookups[0]) - direct_scores(views, lookups[1])
-    loss = _bpr(users, pos, neg, u_final, i_final, weights)
+    loss = _bpr(users, pos, neg, u_final, i_final)
     if "keep" in views:
         loss = loss + _bpr(
-            users, pos, neg, views["users_a"], views["items_a"], weights, direct
+            users, pos, neg, views["users_a"], views["items_a"], direct=direct
         )
         loss = loss + params["beta"] * _bernoulli_kl(
             views["logits"], params["keep_prior"]
@@ -415,11 +418,14 @@ def gcib_batch_loss(
         edges, aux_neg = aux_batch
         aux_users, aux_pos = params["aux_ends"]
         keep = views["keep"][edges].detach() if "keep" in views else None
-        u = views["users_a"][aux_users[edges]]
-        diff = (u * (views["items_a"][aux_pos[edges]] - views["items_a"][aux_neg])).sum(
-            1
+        loss = loss + _bpr(
+            aux_users[edges],
+            aux_pos[edges],
+            aux_neg,
+            views["users_a"],
+            views["items_a"],
+            keep,
         )
-        loss = loss + weighted_mean(F.softplus(-diff), keep)
     if "users_a" in views and params["contrast_weight"] > 0:
         cu, ci = contrast_idx
         loss = loss + params["contrast_weight"] * (
