@@ -186,6 +186,26 @@ def test_pickle_in_fresh_process(estimator, tmp_path):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
 def test_pipeline_grid_search_parallel(estimator):
     X, y = make_test_data(estimator)
+    if _takes_networks(estimator):
+        # A transformer of 3-D input (networks) comes first; a scaler and a
+        # regressor use its 2-D rows.
+        search = GridSearchCV(
+            Pipeline(
+                [
+                    ("est", clone(estimator)),
+                    ("scale", StandardScaler()),
+                    ("final", LinearRegression()),
+                ]
+            ),
+            {"scale__with_mean": [True, False]},
+            cv=3,
+            n_jobs=2,
+            error_score="raise",
+        )
+        search.fit(X, y)
+        assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+        assert predictions(search.best_estimator_, X)
+        return
     # Estimators of non-negative data (interaction counts) get a scaler that
     # keeps them non-negative.
     if get_tags(estimator).input_tags.positive_only:
@@ -210,6 +230,31 @@ def test_pipeline_grid_search_parallel(estimator):
     search.fit(X, y)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
     assert predictions(search.best_estimator_, X)
+
+
+def _takes_networks(estimator):
+    """Its input is 3-D (one matrix or time series per sample), not a table."""
+    tags = get_tags(estimator).input_tags
+    return not tags.two_d_array and tags.three_d_array
+
+
+def _bad_networks(X):
+    """The bad-input table for an estimator of 3-D input (see _bad_inputs)."""
+    with_nan = X.copy()
+    with_nan[3, 0, 0] = np.nan
+    with_inf = X.copy()
+    with_inf[2, 1, 1] = np.inf
+    return {
+        "nan": (with_nan, r"NaN"),
+        "inf": (with_inf, r"[Ii]nfinit|inf"),
+        "empty": (X[:0], r"0 sample|no subject|empty"),
+        "1d": (X[:, 0, 0], r"1-D|1D|3-D|dimension"),
+        "3d": (X[:, :, 0], r"2-D|2D|3-D|dimension"),
+        "strings": (
+            np.where(X > 0, "high", "low").astype(object),
+            r"string|str|numeric|convert",
+        ),
+    }
 
 
 def _bad_inputs(n_features):
@@ -241,7 +286,10 @@ def test_bad_input_at_fit(estimator, case):
     X, y = make_test_data(estimator)
     if case == "nan" and get_tags(estimator).input_tags.allow_nan:
         pytest.skip("NaN is allowed (it marks a missing view)")
-    bad, message = _bad_inputs(X.shape[1])[case]
+    if _takes_networks(estimator):
+        bad, message = _bad_networks(X)[case]
+    else:
+        bad, message = _bad_inputs(X.shape[1])[case]
     y_bad = y[: len(bad)] if len(bad) <= len(y) else y
     with pytest.raises((ValueError, TypeError), match=message):
         clone(estimator).fit(bad, y_bad)
@@ -252,9 +300,16 @@ def test_bad_input_at_predict(estimator):
     X, y = make_test_data(estimator)
     fitted = clone(estimator).fit(X, y)
     wrong = np.ones((5, X.shape[1] + 1))
+    expected = r"features"
+    if _takes_networks(estimator):
+        # Networks of one node more than those fitted.
+        wrong = np.random.RandomState(1).rand(5, X.shape[1] + 1, X.shape[2] + 1)
+        if wrong.shape[1] == wrong.shape[2]:
+            wrong = (wrong + wrong.transpose(0, 2, 1)) / 2
+        expected = r"nodes"
     for method in ("predict", "predict_proba", "decision_function", "transform"):
         if hasattr(fitted, method):
-            with pytest.raises(ValueError, match=r"features"):
+            with pytest.raises(ValueError, match=expected):
                 getattr(fitted, method)(wrong)
     X_before = X.copy()
     predictions(fitted, X)
@@ -363,6 +418,8 @@ COLUMN_PARAMS = ("task_column", "dyad_columns", "views")
 def test_dataframe_with_column_names(estimator):
     """A DataFrame fits as its array does; column parameters take its names."""
     pd = pytest.importorskip("pandas")
+    if _takes_networks(estimator):
+        pytest.skip("its input is 3-D (networks), not a table with column names")
     X, y = make_test_data(estimator)
     names = [f"col_{i}" for i in range(X.shape[1])]
     frame = pd.DataFrame(X, columns=names)

@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn_ext.datasets._bibtex import load_bibtex
+from sklearn_ext.datasets._brain_cohort import make_brain_cohort
 from sklearn_ext.datasets._docstring_retrieval import (
     encode_tokens,
     load_docstring_retrieval,
@@ -24,6 +25,7 @@ __all__ = [
     "load_docstring_retrieval",
     "load_mfeat",
     "load_mice_connectomes",
+    "make_brain_cohort",
     "make_graph_multitask",
     "make_longtail_multilabel",
     "make_multibehavior",
