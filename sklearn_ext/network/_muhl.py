@@ -9,7 +9,6 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 
 from sklearn_ext.base import TorchMixin
@@ -29,6 +28,7 @@ from sklearn_ext.utils._sklearn_compat import (
 )
 from sklearn_ext.utils._torch import (
     adam,
+    child_seeds,
     import_torch,
     init_parameters,
     to_numpy,
@@ -526,9 +526,11 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         if module is None and self.hypergraph == "learned":
             from sklearn_ext.network._muhl_nn import cluster_logits
 
-            seed = int(check_random_state(self.random_state).randint(2**31 - 1))
             init_logits = cluster_logits(
-                self._mean_graph(X, stats_weights), scales, self.n_hyperedges, seed
+                self._mean_graph(X, stats_weights),
+                scales,
+                self.n_hyperedges,
+                child_seeds(self.random_state),
             )
         n_inputs = self._n_inputs()
         size = X.shape[0] * n_nodes * (n_nodes + n_inputs) * self.hidden

@@ -11,9 +11,6 @@ __all__ = ["MuHLNet", "graph_spectrum", "node_inputs"]
 
 # Keeps the normalisations by hyperedge and node degree finite.
 _EPS = 1e-6
-# Initial membership logit: sigmoid(-2) ~ 0.12, so a hyperedge starts as a
-# random ~12% of the nodes and the sparsity penalty has room to prune.
-_INIT_LOGIT = -2.0
 
 
 def node_inputs(rows, spec):
@@ -183,15 +180,14 @@ class MuHLNet(nn.Module):
         self.head = nn.Linear(n_scales * (n_edges + hidden), n_classes)
 
     def init_parameters(self, generator):
-        """Memberships from ``init_logits`` plus noise, else near ``sigmoid(-2)``."""
+        """Learned memberships: ``init_logits`` (see cluster_logits) plus noise."""
         if self.hypergraph == "learned":
-            logits = self.membership_logits
-            values = torch.randn(logits.shape, generator=generator)
             if self._init_logits is None:
-                values = values + _INIT_LOGIT
-            else:
-                values = 0.5 * values + torch.as_tensor(self._init_logits)
-                self._init_logits = None  # used once; not kept with the model
+                raise ValueError("learned hyperedges start from init_logits.")
+            logits = self.membership_logits
+            noise = torch.randn(logits.shape, generator=generator)
+            values = 0.5 * noise + torch.as_tensor(self._init_logits)
+            self._init_logits = None  # used once; not kept with the model
             logits.copy_(values.to(dtype=logits.dtype))
 
     def incidence(self):
