@@ -19,7 +19,7 @@ $(VENV)/.stamp-base:
 	@touch $@
 
 $(STAMP)-test: $(VENV)/.stamp-base pyproject.toml
-	$(PY) -m pip install --quiet -e ".[test,distributed,text,federated]"
+	$(PY) -m pip install --quiet -e ".[test,distributed,text,federated,rl]"
 	@touch $@
 
 $(STAMP)-docs: $(STAMP)-test

@@ -20,6 +20,7 @@ _submodules = [
     "recommendation",
     "retrieval",
     "robust_optimization",
+    "rl",
     "utils",
 ]
 

@@ -1,0 +1,42 @@
+"""Reinforcement learning: agents, tabular (C)MDPs, task families, guarantees.
+
+The environments (:class:`GoalGridWorld`, :class:`BridgeWorld`) and rolling
+policies out need gymnasium, in the optional extra ``rl``
+(``pip install 'sklearn-ext[rl]'``); the rest needs only numpy and scipy.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import importlib
+
+from sklearn_ext.rl._guarantee import MultiTaskGuarantee
+from sklearn_ext.rl._mdp import LPSolution, TabularCMDP, TabularMDP
+from sklearn_ext.rl._qlearning import TabularQLearning
+from sklearn_ext.rl._rollouts import collect_returns
+from sklearn_ext.rl._task_families import BridgeTaskFamily
+
+# The environments subclass gymnasium.Env: they load on first access, so that
+# the family imports without the optional extra.
+_ENVIRONMENTS = ("BridgeWorld", "GoalGridWorld")
+
+__all__ = [
+    "BridgeTaskFamily",
+    "LPSolution",
+    "MultiTaskGuarantee",
+    "TabularCMDP",
+    "TabularMDP",
+    "TabularQLearning",
+    "collect_returns",
+    *_ENVIRONMENTS,
+]
+
+
+def __getattr__(name):
+    if name in _ENVIRONMENTS:
+        return getattr(importlib.import_module("sklearn_ext.rl._environments"), name)
+    raise AttributeError(f"module 'sklearn_ext.rl' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

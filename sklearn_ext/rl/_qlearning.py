@@ -1,0 +1,372 @@
+"""Tabular Q-learning: the family's reference agent."""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_array, check_random_state
+
+from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, rl_tags
+from sklearn_ext.rl._rollouts import episode_returns
+from sklearn_ext.utils._messages import warn
+from sklearn_ext.utils._sklearn_compat import (
+    Interval,
+    _fit_context,
+    check_is_fitted,
+)
+from sklearn_ext.utils._torch import child_seeds
+
+__all__ = ["TabularQLearning"]
+
+# Columns of a transition table.
+TRANSITION_COLUMNS = ("state", "action", "reward", "next_state", "terminated")
+
+
+def _is_env(obj):
+    return hasattr(obj, "reset") and hasattr(obj, "step")
+
+
+class TabularQLearning(BaseEstimator):
+    r"""Q-learning for finite state and action spaces, online or offline.
+
+    ``fit`` takes either
+
+    - a gymnasium environment with ``Discrete`` observation and action spaces,
+      or a list of them (tasks; each episode picks one at random): online
+      Q-learning with :math:`\varepsilon`-greedy exploration for
+      ``n_episodes`` episodes, the step size of a state-action pair visited
+      :math:`n` times being ``learning_rate`` :math:`/ n^{0.6}` (a polynomial
+      schedule under which tabular Q-learning converges, Even-Dar and Mansour
+      2003);
+    - or a transition table, a 2-D array with columns ``(state, action,
+      reward, next_state, terminated)``: offline, Q-value iteration on the
+      empirical model of the table (the fixed point that repeated Q-learning
+      sweeps over the table converge to), until the largest change is below
+      ``tol`` or ``max_iter`` sweeps. State-action pairs absent from the table
+      keep the value 0.
+
+    A multi-task environment whose observation carries the task (as
+    :class:`GoalGridWorld`'s does) makes the fitted greedy policy a
+    multi-task policy, whose performance on unseen tasks
+    :class:`MultiTaskGuarantee` certifies.
+
+    Parameters
+    ----------
+    gamma : float, default=0.95
+        Discount factor in [0, 1).
+    learning_rate : float, default=1.0
+        Scale of the step size ``learning_rate / n**0.6`` (online), in (0, 1].
+    epsilon : float, default=0.3
+        Probability of a random action during online training.
+    n_episodes : int, default=10000
+        Online training episodes.
+    max_iter : int, default=1000
+        Offline sweeps at most.
+    tol : float, default=1e-8
+        Offline stopping threshold on the largest change of a Q-value.
+    max_episode_steps : int, default=1000
+        Safety cap on an online episode's length.
+    random_state : int, RandomState instance or None, default=None
+        Seeds exploration and the environments' resets.
+
+    Attributes
+    ----------
+    q_values_ : ndarray of shape (n_states, n_actions)
+    n_states_ : int
+    n_actions_ : int
+    training_returns_ : ndarray of shape (n_episodes,)
+        Return of each online training episode (empty offline).
+    n_iter_ : int
+        Online episodes run, or offline sweeps.
+
+    References
+    ----------
+    .. [1] C. J. C. H. Watkins and P. Dayan, "Q-learning", Machine Learning
+       8, 279-292, 1992.
+    .. [2] E. Even-Dar and Y. Mansour, "Learning Rates for Q-learning",
+       JMLR 5, 1-25, 2003.
+
+    Examples
+    --------
+    >>> from sklearn_ext.rl import BridgeWorld, TabularQLearning
+    >>> agent = TabularQLearning(n_episodes=300, random_state=0)
+    >>> agent = agent.fit(BridgeWorld(width=4, slip=0.05))
+    >>> agent.predict([0, 1, 2]).tolist()        # always step forward
+    [0, 0, 0]
+    """
+
+    _parameter_constraints = {
+        "gamma": [Interval(Real, 0, 1, closed="left")],
+        "learning_rate": [Interval(Real, 0, 1, closed="right")],
+        "epsilon": [Interval(Real, 0, 1, closed="both")],
+        "n_episodes": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_episode_steps": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    _paper = "Watkins & Dayan, Machine Learning 1992 (the family's reference agent)"
+    _bench_name = "rl_guarantee"
+    _not_a_data_estimator = NOT_A_DATA_ESTIMATOR
+
+    def __init__(
+        self,
+        *,
+        gamma=0.95,
+        learning_rate=1.0,
+        epsilon=0.3,
+        n_episodes=10000,
+        max_iter=1000,
+        tol=1e-8,
+        max_episode_steps=1000,
+        random_state=None,
+    ):
+        self.gamma = gamma
+        self.learning_rate = learning_rate
+        self.epsilon = epsilon
+        self.n_episodes = n_episodes
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_episode_steps = max_episode_steps
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        return rl_tags(super().__sklearn_tags__())
+
+    @classmethod
+    def _get_test_params(cls):
+        return {"n_episodes": 200, "random_state": 0}
+
+    # --- fitting -------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Learn Q-values from an environment, a list of them, or transitions.
+
+        Parameters
+        ----------
+        X : gymnasium.Env, list of gymnasium.Env, or array-like of shape \
+                (n_transitions, 5)
+            Environment(s) with ``Discrete`` spaces for online learning, or
+            a transition table with columns ``(state, action, reward,
+            next_state, terminated)`` for offline learning.
+
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : TabularQLearning
+            The fitted agent.
+        """
+        if _is_env(X) or (
+            isinstance(X, (list, tuple)) and len(X) and all(_is_env(e) for e in X)
+        ):
+            envs = [X] if _is_env(X) else list(X)
+            self._fit_online(envs)
+        else:
+            self._fit_offline(self._check_transitions(X))
+        return self
+
+    @staticmethod
+    def _discrete_sizes(env):
+        obs, act = env.observation_space, env.action_space
+        if not (hasattr(obs, "n") and hasattr(act, "n")):
+            raise ValueError(
+                "TabularQLearning needs Discrete observation and action spaces; "
+                f"got {type(obs).__name__} and {type(act).__name__}."
+            )
+        return int(obs.n), int(act.n)
+
+    def _fit_online(self, envs):
+        sizes = {self._discrete_sizes(env) for env in envs}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"the environments' spaces differ: {sorted(sizes)}; a tabular "
+                "agent needs one observation and one action space."
+            )
+        (S, A) = sizes.pop()
+        rng = check_random_state(self.random_state)
+        seeds = child_seeds(rng, len(envs))
+        Q = np.zeros((S, A))
+        visits = np.zeros((S, A))
+        returns = np.empty(self.n_episodes)
+        started = [False] * len(envs)
+        for episode in range(self.n_episodes):
+            i = int(rng.randint(len(envs)))
+            env = envs[i]
+            obs, _ = env.reset(seed=None if started[i] else seeds[i])
+            started[i] = True
+            total, done, steps = 0.0, False, 0
+            while not done and steps < self.max_episode_steps:
+                if rng.random_sample() < self.epsilon:
+                    action = int(rng.randint(A))
+                else:
+                    best = np.flatnonzero(Q[obs] == Q[obs].max())
+                    action = int(best[rng.randint(len(best))])
+                nxt, reward, terminated, truncated, _ = env.step(action)
+                visits[obs, action] += 1
+                step = self.learning_rate / visits[obs, action] ** 0.6
+                target = reward + (0.0 if terminated else self.gamma * Q[nxt].max())
+                Q[obs, action] += step * (target - Q[obs, action])
+                total += float(reward)
+                obs, done, steps = nxt, terminated or truncated, steps + 1
+            returns[episode] = total
+        self.q_values_ = Q
+        self.n_states_, self.n_actions_ = S, A
+        self.training_returns_ = returns
+        self.n_iter_ = self.n_episodes
+
+    def _check_transitions(self, X):
+        if isinstance(X, (list, tuple)) and len(X) and any(_is_env(e) for e in X):
+            raise TypeError("a list given to fit must hold only environments.")
+        X = check_array(X, dtype=float)
+        if X.shape[1] != len(TRANSITION_COLUMNS):
+            raise ValueError(
+                f"a transition table has {len(TRANSITION_COLUMNS)} columns "
+                f"{TRANSITION_COLUMNS}; got {X.shape[1]}."
+            )
+        ints = X[:, [0, 1, 3]]
+        if (ints < 0).any() or (ints != np.round(ints)).any():
+            raise ValueError(
+                "state, action and next_state must be non-negative integers."
+            )
+        if not np.isin(X[:, 4], (0, 1)).all():
+            raise ValueError("terminated must be 0 or 1.")
+        return X
+
+    def _fit_offline(self, X):
+        s, a, s2 = (X[:, j].astype(int) for j in (0, 1, 3))
+        r, done = X[:, 2], X[:, 4].astype(bool)
+        S = int(max(s.max(), s2.max())) + 1
+        A = int(a.max()) + 1
+        counts = np.zeros((S, A))
+        np.add.at(counts, (s, a), 1.0)
+        seen = counts > 0
+        safe = np.where(seen, counts, 1.0)
+        mean_r = np.zeros((S, A))
+        np.add.at(mean_r, (s, a), r)
+        mean_r /= safe
+        P = np.zeros((S, A, S))  # continuation probabilities (not terminated)
+        np.add.at(P, (s[~done], a[~done], s2[~done]), 1.0)
+        P /= safe[:, :, None]
+        Q = np.zeros((S, A))
+        n_iter, change = 0, np.inf
+        while n_iter < self.max_iter and change > self.tol:
+            new = np.where(seen, mean_r + self.gamma * P @ Q.max(axis=1), 0.0)
+            change = np.abs(new - Q).max()
+            Q, n_iter = new, n_iter + 1
+        if change > self.tol:
+            warn(
+                f"TabularQLearning did not converge in max_iter={self.max_iter} "
+                f"sweeps (last change {change:.2e} > tol={self.tol}).",
+                ConvergenceWarning,
+            )
+        self.q_values_ = Q
+        self.n_states_, self.n_actions_ = S, A
+        self.training_returns_ = np.empty(0)
+        self.n_iter_ = n_iter
+
+    # --- acting --------------------------------------------------------------
+
+    def predict(self, observations):
+        """Greedy actions (lowest index among ties).
+
+        Parameters
+        ----------
+        observations : array-like of shape (n_observations,) or \
+                (n_observations, 1)
+            State indices.
+
+        Returns
+        -------
+        actions : ndarray of shape (n_observations,)
+            The greedy action of each observation.
+        """
+        check_is_fitted(self)
+        obs = np.asarray(observations)
+        if obs.ndim == 2 and obs.shape[1] == 1:
+            obs = obs[:, 0]
+        if obs.ndim != 1:
+            raise ValueError(
+                "observations must be a 1-D array of state indices (or one "
+                f"column); got shape {obs.shape}."
+            )
+        if obs.size and (
+            not np.all(np.isfinite(obs.astype(float)))
+            or (obs != np.round(obs)).any()
+            or (obs < 0).any()
+            or (obs >= self.n_states_).any()
+        ):
+            raise ValueError(
+                f"observations must be integer states in [0, {self.n_states_})."
+            )
+        return np.argmax(self.q_values_[obs.astype(int)], axis=1)
+
+    def score(self, X, y=None, *, n_episodes=100, random_state=0):
+        """Mean undiscounted return of the greedy policy.
+
+        Parameters
+        ----------
+        X : gymnasium.Env or list of gymnasium.Env
+            Environment(s); with a list, the mean over them (each run for
+            ``n_episodes`` episodes), so that a search over a list of tasks
+            scores on held-out tasks.
+        y : None
+            Ignored.
+        n_episodes : int, default=100
+            Episodes per environment.
+        random_state : int, default=0
+            Seeds the environments' first resets.
+
+        Returns
+        -------
+        score : float
+            The mean return.
+        """
+        check_is_fitted(self)
+        envs = [X] if _is_env(X) else list(X) if isinstance(X, (list, tuple)) else []
+        if not envs or not all(_is_env(e) for e in envs):
+            raise TypeError(
+                "score needs a gymnasium environment or a list of them (a mean "
+                "return); a transition table cannot score a policy."
+            )
+        seeds = child_seeds(random_state, len(envs))
+        return float(
+            np.mean(
+                [
+                    episode_returns(self, e, n_episodes, s, self.max_episode_steps)
+                    for e, s in zip(envs, seeds)
+                ]
+            )
+        )
+
+    @classmethod
+    def _demo(cls):
+        from sklearn_ext.rl._environments import GoalGridWorld
+
+        world = GoalGridWorld()
+        agent = cls(random_state=0).fit(world)
+        rng = np.random.default_rng(1)
+        tasks = [world.sample_task(rng) for _ in range(100)]
+        learned = np.mean([world.success_probability(agent, t) for t in tasks])
+        planner = np.mean([_planner_success(world, t) for t in tasks])
+        return {
+            "data": "GoalGridWorld, 100 unseen tasks (exact success probability)",
+            "metric": "success probability",
+            "score": learned,
+            "baseline": "LP-optimal planner per task (knows goal and slip)",
+            "baseline_score": planner,
+            "greater_is_better": True,
+        }
+
+
+def _planner_success(world, task):
+    """Success probability of the discounted LP optimum of one task's model."""
+    policy = world.to_mdp(task, gamma=0.95).solve_lp().policy
+    return world.to_mdp(task).evaluate(policy, horizon=world.horizon)

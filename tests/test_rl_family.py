@@ -1,0 +1,307 @@
+"""The rl family: tabular (C)MDPs and their LP, environments, rollouts, Q-learning."""
+
+import importlib
+import itertools
+import pickle
+import sys
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV
+from sklearn.utils.estimator_checks import check_param_validation
+
+from sklearn_ext.rl import (
+    BridgeTaskFamily,
+    BridgeWorld,
+    GoalGridWorld,
+    TabularCMDP,
+    TabularMDP,
+    TabularQLearning,
+    collect_returns,
+)
+
+
+def _random_mdp(rng, S=3, A=2, gamma=0.9):
+    P = rng.dirichlet(np.ones(S), size=(S, A))
+    R = rng.random((S, A))
+    return TabularMDP(P, R, initial=rng.dirichlet(np.ones(S)), gamma=gamma)
+
+
+def _deterministic_policies(S, A):
+    return [np.array(p) for p in itertools.product(range(A), repeat=S)]
+
+
+# --- tabular MDPs and the occupancy LP -------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lp_value_is_the_best_deterministic_policy(seed):
+    mdp = _random_mdp(np.random.default_rng(seed))
+    sol = mdp.solve_lp()
+    best = max(mdp.evaluate(p) for p in _deterministic_policies(3, 2))
+    assert sol.value == pytest.approx(best, rel=1e-7)
+    assert mdp.evaluate(sol.policy) == pytest.approx(sol.value, rel=1e-7)
+    assert sol.occupancy.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cmdp_lp_respects_limits_and_beats_feasible_deterministic_policies(seed):
+    rng = np.random.default_rng(seed)
+    base = _random_mdp(rng)
+    costs = rng.random((2, 3, 2))
+    policies = _deterministic_policies(3, 2)
+    cost_values = np.array(
+        [[base.evaluate(p, rewards=c) for c in costs] for p in policies]
+    )
+    limits = np.median(cost_values, axis=0)
+    cmdp = TabularCMDP(
+        base.transitions, base.rewards, base.initial, base.gamma, costs, limits
+    )
+    sol = cmdp.solve_lp()
+    assert np.all(sol.constraint_values <= limits + 1e-7)
+    for c, value in zip(costs, sol.constraint_values):
+        assert cmdp.evaluate(sol.policy, rewards=c) == pytest.approx(value, rel=1e-6)
+    feasible = [
+        base.evaluate(p) for p, cv in zip(policies, cost_values) if (cv <= limits).all()
+    ]
+    assert sol.value >= max(feasible) - 1e-9
+    assert sol.value <= base.solve_lp().value + 1e-9
+
+
+def test_infeasible_cmdp_is_reported():
+    P = np.ones((1, 2, 1))
+    cmdp = TabularCMDP(P, [[0.0, 1.0]], [1.0], 0.5, costs=[[[1.0, 1.0]]], limits=[0.5])
+    with pytest.raises(ValueError, match="infeasible"):
+        cmdp.solve_lp()
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"transitions": np.ones((2, 2, 2))}, "probability distribution"),
+        ({"transitions": np.ones((2, 2, 3)) / 3}, "n_states"),
+        ({"rewards": np.zeros((3, 2))}, "rewards must have shape"),
+        ({"initial": [0.5, 0.6]}, "initial must be a probability"),
+        ({"gamma": 1.5}, "gamma"),
+        ({"rewards": [[np.nan, 0], [0, 0]]}, "NaN"),
+    ],
+)
+def test_bad_mdps_are_named(kwargs, match):
+    P = np.zeros((2, 2, 2))
+    P[:, :, 0] = 1
+    args = {"transitions": P, "rewards": np.zeros((2, 2)), "initial": [1.0, 0.0]}
+    with pytest.raises(ValueError, match=match):
+        TabularMDP(**{**args, **kwargs})
+
+
+def test_mdp_keeps_a_copy_of_its_arrays():
+    P = np.zeros((2, 2, 2))
+    P[:, :, 0] = 1
+    R = np.zeros((2, 2))
+    mdp = TabularMDP(P, R, initial=[1.0, 0.0])
+    R[0, 0] = 5.0
+    assert mdp.rewards[0, 0] == 0.0
+    with pytest.raises(ValueError):
+        mdp.rewards[0, 0] = 1.0
+
+
+# --- environments and the closed-form family ---------------------------------------
+
+
+def test_bridge_family_survival_matches_sampled_tasks():
+    family = BridgeTaskFamily()
+    J = family.expected_return(family.sample_tasks(200_000, random_state=0))
+    for g in [0.5, 0.7, 0.8, 0.85, 0.9, 0.95]:
+        assert family.survival(g) == pytest.approx((J >= g).mean(), abs=0.004)
+    assert family.survival(0.0) == 1.0 and family.survival(1.01) == 0.0
+
+
+def test_bridge_environment_has_the_closed_form_success_rate():
+    env = BridgeWorld(width=4, slip=0.1)
+    returns = collect_returns(
+        lambda obs: 0, lambda rng: env, n_tasks=1, n_episodes=4000, random_state=0
+    )[0]
+    p = 0.9**3
+    lo, hi = binom.ppf([0.0005, 0.9995], 4000, p) / 4000
+    assert lo <= returns.mean() <= hi
+
+
+def test_gridworld_model_matches_rollouts():
+    world = GoalGridWorld()
+    task = {"goal": 2, "slip": 0.2}
+    env = GoalGridWorld(task=task)
+    mdp_policy = world.to_mdp(task, gamma=0.95).solve_lp().policy.argmax(axis=1)
+    size2 = world.size**2
+
+    def policy(obs):
+        return int(mdp_policy[obs % size2])
+
+    exact = world.success_probability(policy, task)
+    returns = collect_returns(policy, lambda rng: env, 1, 3000, random_state=0)[0]
+    lo, hi = binom.ppf([0.0005, 0.9995], 3000, exact) / 3000
+    assert lo <= returns.mean() <= hi
+    assert 0.3 < exact < 1.0
+
+
+def test_gridworld_draws_tasks_from_its_distribution():
+    env = GoalGridWorld(goals=[(4, 4), (0, 4)], goal_weights=[0.25, 0.75])
+    rng = np.random.default_rng(0)
+    tasks = [env.sample_task(rng) for _ in range(4000)]
+    goals = np.array([t["goal"] for t in tasks])
+    slips = np.array([t["slip"] for t in tasks])
+    assert goals.mean() == pytest.approx(0.75, abs=0.03)
+    assert slips.min() >= 0.0 and slips.max() <= 0.3
+    _, info = env.reset(seed=1)
+    assert set(info["task"]) == {"goal", "slip"}
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"holes": [(0, 0)]}, "holes"),
+        ({"goals": [(1, 1)]}, "goals"),
+        ({"goal_weights": [1.0]}, "goal_weights"),
+        ({"slip_range": (0.2, 0.1)}, "slip_range"),
+    ],
+)
+def test_bad_gridworlds_are_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        GoalGridWorld(**kwargs)
+
+
+def test_missing_gymnasium_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gymnasium", None)
+    monkeypatch.delitem(sys.modules, "sklearn_ext.rl._environments")
+    with pytest.raises(ImportError, match=r"sklearn-ext\[rl\]"):
+        importlib.import_module("sklearn_ext.rl._environments")
+
+
+# --- rollouts -------------------------------------------------------------------
+
+
+def test_collect_returns_is_reproducible_and_independent_of_n_jobs():
+    family = BridgeTaskFamily()
+    a = collect_returns(lambda o: 0, family.make_task, 6, 30, random_state=3)
+    b = collect_returns(lambda o: 0, family.make_task, 6, 30, random_state=3, n_jobs=2)
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (6, 30) and set(np.unique(a)) <= {0.0, 1.0}
+    # Different tasks: their success rates differ.
+    assert len(set(a.mean(axis=1))) > 1
+
+
+def test_collect_returns_names_bad_arguments():
+    with pytest.raises(TypeError, match="make_task"):
+        collect_returns(lambda o: 0, "not callable", 2, 2)
+    with pytest.raises(TypeError, match="predict"):
+        collect_returns(object(), BridgeTaskFamily().make_task, 2, 2)
+    with pytest.raises(ValueError, match="n_tasks"):
+        collect_returns(lambda o: 0, BridgeTaskFamily().make_task, 0, 2)
+
+
+# --- Q-learning -----------------------------------------------------------------
+
+
+def test_online_q_learning_generalises_across_gridworld_tasks():
+    """A multi-task policy close to the per-task LP optimum on unseen tasks."""
+    world = GoalGridWorld()
+    agent = TabularQLearning(random_state=0).fit(world)
+    rng = np.random.default_rng(5)
+    tasks = [world.sample_task(rng) for _ in range(30)]
+    learned = np.mean([world.success_probability(agent, t) for t in tasks])
+    optimal = np.mean(
+        [
+            world.to_mdp(t).evaluate(
+                world.to_mdp(t, gamma=0.95).solve_lp().policy, horizon=world.horizon
+            )
+            for t in tasks
+        ]
+    )
+    untrained = TabularQLearning(n_episodes=1, random_state=0).fit(world)
+    baseline = np.mean([world.success_probability(untrained, t) for t in tasks])
+    assert learned > optimal - 0.05
+    assert learned > baseline + 0.3
+
+
+def test_offline_q_learning_recovers_the_lp_policy():
+    rng = np.random.default_rng(0)
+    mdp = _random_mdp(rng, S=4, A=3)
+    s = rng.integers(4, size=40_000)
+    a = rng.integers(3, size=40_000)
+    s2 = np.array([rng.choice(4, p=mdp.transitions[i, j]) for i, j in zip(s, a)])
+    r = mdp.rewards[s, a]
+    X = np.column_stack([s, a, r, s2, np.zeros(len(s))])
+    agent = TabularQLearning(gamma=mdp.gamma).fit(X)
+    lp = mdp.solve_lp().policy.argmax(axis=1)
+    np.testing.assert_array_equal(agent.predict(np.arange(4)), lp)
+
+
+def test_offline_non_convergence_warns():
+    X = np.array([[0, 0, 1.0, 0, 0], [0, 1, 0.0, 0, 0]])
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        TabularQLearning(max_iter=3).fit(X)
+
+
+def test_grid_search_over_held_out_tasks():
+    family = BridgeTaskFamily(means=(0.05, 0.2))
+    rng = np.random.default_rng(0)
+    envs = [family.make_task(rng) for _ in range(4)]
+    search = GridSearchCV(
+        TabularQLearning(n_episodes=100, random_state=0),
+        {"epsilon": [0.0, 0.5]},
+        cv=2,
+        n_jobs=2,
+        error_score="raise",
+    ).fit(envs)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+    assert search.best_estimator_.predict([0, 1, 2]).tolist() == [0, 0, 0]
+
+
+def test_agent_contract_clone_pickle_params():
+    agent = TabularQLearning(n_episodes=200, random_state=0)
+    check_param_validation("TabularQLearning", agent)
+    fitted = clone(agent).fit(BridgeWorld())
+    assert not hasattr(clone(fitted), "q_values_")
+    loaded = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(loaded.predict([0, 1, 2]), fitted.predict([0, 1, 2]))
+    again = clone(agent).fit(BridgeWorld())
+    np.testing.assert_array_equal(again.q_values_, fitted.q_values_)
+
+
+@pytest.mark.parametrize(
+    "X, error, match",
+    [
+        (np.zeros((3, 4)), ValueError, "5 columns"),
+        (np.array([[0, 0, 1.0, -1, 0]]), ValueError, "non-negative integers"),
+        (np.array([[0, 0, 1.0, 1, 0.5]]), ValueError, "terminated"),
+        ([BridgeWorld(), np.zeros(5)], TypeError, "only environments"),
+        ([BridgeWorld(width=3), BridgeWorld(width=4)], ValueError, "spaces differ"),
+    ],
+)
+def test_agent_bad_fit_input_is_named(X, error, match):
+    with pytest.raises(error, match=match):
+        TabularQLearning(n_episodes=5).fit(X)
+
+
+def test_agent_bad_inference_input_is_named():
+    agent = TabularQLearning(n_episodes=20, random_state=0).fit(BridgeWorld())
+    with pytest.raises(ValueError, match="integer states"):
+        agent.predict([0, 7])
+    with pytest.raises(ValueError, match="integer states"):
+        agent.predict([0.5])
+    with pytest.raises(TypeError, match="environment"):
+        agent.score(np.zeros((3, 5)))
+
+
+def test_continuous_spaces_are_refused():
+    gym = pytest.importorskip("gymnasium")
+
+    class Box(BridgeWorld):
+        def __init__(self):
+            super().__init__()
+            self.observation_space = gym.spaces.Box(0, 1, (2,))
+
+    with pytest.raises(ValueError, match="Discrete"):
+        TabularQLearning(n_episodes=5).fit(Box())
