@@ -192,6 +192,25 @@ def test_collect_returns_is_reproducible_and_independent_of_n_jobs():
     assert len(set(a.mean(axis=1))) > 1
 
 
+def test_task_draw_and_episodes_use_independent_streams():
+    """A task's episodes must not replay the numbers that drew the task."""
+    seen = {}
+
+    class Probe(BridgeWorld):
+        def reset(self, *, seed=None, options=None):
+            out = super().reset(seed=seed, options=options)
+            if seed is not None:
+                seen["episode"] = self.np_random.random()
+            return out
+
+    def make_task(rng):
+        seen["task"] = rng.random()
+        return Probe()
+
+    collect_returns(lambda o: 0, make_task, 1, 1, random_state=0)
+    assert seen["task"] != seen["episode"]
+
+
 def test_collect_returns_names_bad_arguments():
     with pytest.raises(TypeError, match="make_task"):
         collect_returns(lambda o: 0, "not callable", 2, 2)

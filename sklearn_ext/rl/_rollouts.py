@@ -69,7 +69,11 @@ def episode_returns(policy, env, n_episodes, seed, max_episode_steps=1000):
 
 
 def _one_task(policy, make_task, seed, n_episodes, max_episode_steps):
-    task_rng, episode_seed = np.random.default_rng(seed), seed
+    # Separate streams for the task draw and the episodes: with one seed for
+    # both, an environment seeded like the task's generator would replay its
+    # numbers, and the episodes would depend on how the task was drawn.
+    task_rng = np.random.default_rng([seed, 0])
+    episode_seed = int(np.random.default_rng([seed, 1]).integers(2**31 - 1))
     env = make_task(task_rng)
     try:
         return episode_returns(policy, env, n_episodes, episode_seed, max_episode_steps)
@@ -100,11 +104,12 @@ def collect_returns(
 ):
     """Roll a policy out on freshly sampled tasks: the input of a guarantee.
 
-    Each task gets its own seed from ``random_state``; ``make_task`` draws the
-    task from a ``numpy.random.Generator`` seeded with it and returns a
-    gymnasium environment, on which ``n_episodes`` episodes run (the first
-    ``reset`` seeded with the same seed). Tasks run in parallel through
-    joblib; the result does not depend on ``n_jobs``.
+    Each task gets its own seed from ``random_state``, from which two
+    independent streams derive: ``make_task`` draws the task from a
+    ``numpy.random.Generator`` of the first and returns a gymnasium
+    environment, on which ``n_episodes`` episodes run (the first ``reset``
+    seeded from the second). Tasks run in parallel through joblib; the result
+    does not depend on ``n_jobs``.
 
     Parameters
     ----------
