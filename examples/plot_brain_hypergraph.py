@@ -1,7 +1,7 @@
 """
-===================================================================
+=====================================================================
 Learned hyperedges point at the regions behind a brain-network effect
-===================================================================
+=====================================================================
 
 A disease may act on a group of brain regions at once: a patient has at
 least three of six far-apart regions affected, a control fewer. No single

@@ -387,7 +387,7 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        X_vec : ndarray of shape (n_subjects, n_features_out_)
+        X_vec : ndarray of shape (n_subjects, n_features_out)
             One row per subject.
         """
         self._validate_params()
@@ -398,12 +398,12 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : ndarray of shape (n_subjects, n_nodes_, n_nodes_) or list of ndarray
+        X : ndarray of shape (n_subjects, n_nodes, n_nodes) or list of ndarray
             See :meth:`fit`; the node count must be the fitted one.
 
         Returns
         -------
-        X_vec : ndarray of shape (n_subjects, n_features_out_)
+        X_vec : ndarray of shape (n_subjects, n_features_out)
             One row per subject.
         """
         check_is_fitted(self)

@@ -154,15 +154,15 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         Regions per network.
     layout_ : {"connectome", "features"}
         How the rows were read (``"features"`` is the fallback).
-    hyperedges_ : ndarray of shape (n_scales, n_nodes_, n_edges)
+    hyperedges_ : ndarray of shape (n_scales, n_nodes, n_edges)
         Membership of each region in each hyperedge, per scale: the learned
         soft incidence, or the fixed 0/1 one for ``hypergraph="knn"``
-        (``n_edges = n_nodes_``); shape (n_scales, n_nodes_, 0) for
+        (``n_edges = n_nodes``); shape (n_scales, n_nodes, 0) for
         ``hypergraph="none"``.
     hyperedge_importance_ : ndarray of shape (n_scales, n_edges)
         Norm of each hyperedge's readout weights scaled by the root mean
         square of its features over the training subjects.
-    node_importance_ : ndarray of shape (n_nodes_,)
+    node_importance_ : ndarray of shape (n_nodes,)
         Importance of each region, summing to one: its share of every
         hyperedge's (membership-weighted) mean times that hyperedge's
         importance; for ``hypergraph="none"``, the mean absolute gradient of
@@ -177,7 +177,7 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
     device_ : str
         The device the fit ran on.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features_in,)
         Defined when X has string column names.
 
     See Also

@@ -156,17 +156,17 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         Block names (``"behavior_0"``, ... when ``behaviors`` is a number).
     target_index_ : int
         Position of the target block.
-    user_embeddings_ : ndarray of shape (n_users_, d)
+    user_embeddings_ : ndarray of shape (n_users, d)
         Final user embeddings of the training users (target view, then
         auxiliary view when used).
-    item_embeddings_ : ndarray of shape (n_items_, d)
+    item_embeddings_ : ndarray of shape (n_items, d)
         Final item embeddings; ``user_embeddings_ @ item_embeddings_.T`` are
         the scores.
-    edge_keep_prob_ : scipy.sparse.csr_matrix of shape (n_users_, n_features_in_)
+    edge_keep_prob_ : scipy.sparse.csr_matrix of shape (n_users, n_features_in)
         The learned keep probability of every auxiliary interaction, at its
         position in X (the target block is empty); 1 for
         ``auxiliary="all"``, 0 for ``auxiliary="none"``.
-    seen_ : scipy.sparse.csr_matrix of shape (n_users_, n_items_)
+    seen_ : scipy.sparse.csr_matrix of shape (n_users, n_items)
         The training target interactions (left out by ``recommend`` and
         ``score``).
     module_ : torch.nn.Module
@@ -178,7 +178,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     device_ : str
         The device the fit ran on.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features_in,)
         Defined when X has string column names.
 
     See Also
@@ -564,7 +564,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
     @property
     def seen_(self):
-        """The training target interactions, (n_users_, n_items_) csr."""
+        """The training target interactions, (n_users, n_items) csr."""
         check_is_fitted(self)
         return _unpack(self._seen)
 
@@ -582,7 +582,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_rows, n_features_in_)
+        X : {array-like, sparse matrix} of shape (n_rows, n_features_in)
             Interactions of the users to embed (training or new users).
 
         Returns
@@ -645,7 +645,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_users, n_items_)
+        ndarray of shape (n_users, n_items)
             ``user_embeddings_[users] @ item_embeddings_.T``: a dense block for
             these users only.
         """
@@ -667,7 +667,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_users, min(k, n_items_))
+        ndarray of shape (n_users, min(k, n_items))
             Item indices (columns of a behaviour block). Users without any
             training interaction get the most popular target items (with a
             UserWarning).
@@ -702,7 +702,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_users_, n_items_) or \
+        X : {array-like, sparse matrix} of shape (n_users, n_items) or \
 (n_users_, n_features_in_)
             Held-out interactions of the training users (row u is user u): the
             target block alone, or a matrix laid out as in ``fit`` whose

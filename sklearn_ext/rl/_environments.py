@@ -61,11 +61,47 @@ class BridgeWorld(gym.Env):
         self.action_space = spaces.Discrete(2)
 
     def reset(self, *, seed=None, options=None):
+        """Start an episode at cell 0.
+
+        Parameters
+        ----------
+        seed : int, default=None
+            Seeds the environment's generator (gymnasium's convention).
+        options : dict, default=None
+            Unused.
+
+        Returns
+        -------
+        observation : int
+            The cell, 0.
+        info : dict
+            Empty.
+        """
         super().reset(seed=seed)
         self._cell, self._t = 0, 0
         return self._cell, {}
 
     def step(self, action):
+        """Move forward (0) or back (1); either may slip off the bridge.
+
+        Parameters
+        ----------
+        action : int
+            0 or 1.
+
+        Returns
+        -------
+        observation : int
+            The new cell.
+        reward : float
+            1 on reaching the last cell, else 0.
+        terminated : bool
+            Reached the last cell or slipped off.
+        truncated : bool
+            The step limit ``4 * (width - 1)`` was reached.
+        info : dict
+            ``{"slipped": True}`` after a slip.
+        """
         if not self.action_space.contains(action):
             raise ValueError(f"action must be 0 or 1; got {action!r}.")
         self._t += 1
@@ -221,6 +257,22 @@ class GoalGridWorld(gym.Env):
         return rc[0] * self.size + rc[1]
 
     def reset(self, *, seed=None, options=None):
+        """Start an episode in the top-left cell, drawing a task unless fixed.
+
+        Parameters
+        ----------
+        seed : int, default=None
+            Seeds the environment's generator (gymnasium's convention).
+        options : dict, default=None
+            Unused.
+
+        Returns
+        -------
+        observation : int
+            ``goal * size**2 + cell``.
+        info : dict
+            ``{"task": {"goal": int, "slip": float}}``.
+        """
         super().reset(seed=seed)
         self._current = self.task or self.sample_task(self.np_random)
         self._cell, self._t = 0, 0
@@ -230,6 +282,26 @@ class GoalGridWorld(gym.Env):
         return self._current["goal"] * self.size**2 + self._cell
 
     def step(self, action):
+        """Move up, right, down or left; the move may slip.
+
+        Parameters
+        ----------
+        action : int
+            0 (up), 1 (right), 2 (down) or 3 (left).
+
+        Returns
+        -------
+        observation : int
+            ``goal * size**2 + cell``.
+        reward : float
+            1 on entering the goal, else 0.
+        terminated : bool
+            Reached the goal or fell into a hole.
+        truncated : bool
+            The horizon was reached.
+        info : dict
+            Empty.
+        """
         if not self.action_space.contains(action):
             raise ValueError(f"action must be in 0..3; got {action!r}.")
         self._t += 1

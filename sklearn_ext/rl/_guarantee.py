@@ -107,9 +107,8 @@ class MultiTaskGuarantee(BaseEstimator):
 
     Parameters
     ----------
-    task_bound : {"clopper-pearson", "hoeffding", "empirical-bernstein", \
-            "dkw"}, default="clopper-pearson"
-        The per-task lower confidence bound:
+    task_bound : str, default="clopper-pearson"
+        The per-task lower confidence bound, one of:
 
         - ``"clopper-pearson"``: exact binomial bound, for success/failure
           returns (each return is one end of ``return_range``);
