@@ -703,7 +703,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_users, n_items) or \
-(n_users_, n_features_in_)
+(n_users, n_features_in)
             Held-out interactions of the training users (row u is user u): the
             target block alone, or a matrix laid out as in ``fit`` whose
             target block is read. Training target items that are not held out
