@@ -357,7 +357,7 @@ class MultiTaskGuarantee(BaseEstimator):
         self.n_episodes_ = counts
         self.means_ = np.nanmean(returns, axis=1)
         self.task_delta_ = beta
-        self.n_failures_allowed_ = v if beta is not None else 0
+        self.n_failures_allowed_ = v
         self.lower_bounds_ = lower if beta is not None else every
         self.curve_ = _upper_envelope(curves)
         return self
