@@ -12,6 +12,7 @@ __version__ = "0.1.0.dev0"
 _submodules = [
     "base",
     "cluster",
+    "coordination",
     "datasets",
     "linear_model",
     "model_selection",

@@ -1,0 +1,89 @@
+"""Peers of bench_sheaf_admm.py: a parameter-matched CNN, the best single patch."""
+
+import numpy as np
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_score
+from torch import nn
+
+from sklearn_ext.coordination import patch_grid
+
+
+def count_parameters(module):
+    return int(sum(p.numel() for p in module.parameters()))
+
+
+class PatchCNN(nn.Module):
+    """Two 3x3 convolutions, max pooling, two linear layers (about 7.7k weights)."""
+
+    def __init__(self, n_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        )
+        self.head = nn.Sequential(
+            nn.Flatten(), nn.Linear(16 * 4 * 4, 24), nn.ReLU(), nn.Linear(24, n_classes)
+        )
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+class FittedCNN:
+    def __init__(self, module, mean, std):
+        self.module, self.mean, self.std = module, mean, std
+
+    def _images(self, X):
+        X = (np.asarray(X, dtype=np.float32) - self.mean) / self.std
+        return torch.as_tensor(X.reshape(-1, 1, 8, 8))
+
+    def score(self, X, y):
+        with torch.no_grad():
+            pred = self.module.eval()(self._images(X)).argmax(1).numpy()
+        return float(np.mean(pred == y))
+
+
+def fit_cnn(X, y, seed, epochs=150, batch=128, lr=3e-3):
+    """Adam on the cross-entropy, minibatches, the same pixel scaling as ours."""
+    torch.manual_seed(seed)
+    mean, std = float(X.mean()), float(X.std())
+    net = PatchCNN(len(np.unique(y)))
+    fitted = FittedCNN(net, mean, std)
+    images = fitted._images(X)
+    target = torch.as_tensor(y, dtype=torch.long)
+    opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=1e-4)
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(images), generator=gen)
+        for start in range(0, len(images), batch):
+            idx = order[start : start + batch]
+            loss = nn.functional.cross_entropy(net(images[idx]), target[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return fitted
+
+
+class SinglePatch:
+    def __init__(self, index, model):
+        self.index, self.model = index, model
+
+    def score(self, X, y):
+        return self.model.score(np.asarray(X)[:, self.index], y)
+
+
+def best_single_patch(X, y):
+    """Logistic regression on the one patch with the best 3-fold CV accuracy."""
+    index, _ = patch_grid((8, 8), 4, 2)
+    best = max(
+        index,
+        key=lambda idx: cross_val_score(
+            LogisticRegression(max_iter=2000), X[:, idx], y, cv=3
+        ).mean(),
+    )
+    return SinglePatch(best, LogisticRegression(max_iter=2000).fit(X[:, best], y))
