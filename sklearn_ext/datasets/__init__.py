@@ -18,6 +18,7 @@ from sklearn_ext.datasets._multilayer_network import make_multilayer_network
 from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
 from sklearn_ext.datasets._remote_sensing import make_remote_sensing_scene
 from sklearn_ext.datasets._shortest_path import make_shortest_path
+from sklearn_ext.datasets._sudoku import make_sudoku
 
 __all__ = [
     "encode_tokens",
@@ -33,5 +34,6 @@ __all__ = [
     "make_multiview_blobs",
     "make_remote_sensing_scene",
     "make_shortest_path",
+    "make_sudoku",
     "mask_views",
 ]
