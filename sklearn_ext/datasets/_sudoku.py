@@ -157,6 +157,7 @@ def make_sudoku(n_puzzles, *, size=9, n_givens=None, random_state=None):
         Fewer givens make harder puzzles (below about 25 for 9 x 9, slow to
         generate; 4 for 4 x 4 is the least with unique solutions).
     random_state : int, RandomState instance or None, default=None
+        Seeds the grids and the order in which cells are blanked.
 
     Returns
     -------
