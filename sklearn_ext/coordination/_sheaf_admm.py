@@ -40,7 +40,7 @@ def _starts(length, size, stride):
 
 
 def patch_grid(image_shape, patch_size, stride):
-    """Patches of an image and the edges between neighbouring patches.
+    """Cut an image into patches and link neighbouring patches.
 
     Parameters
     ----------
@@ -126,16 +126,28 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         Width of the patch encoder.
     alpha : float, default=1e-4
         Weight decay.
+    patch_dropout : float, default=0.0
+        Experimental: during training, each agent's patch is blanked with
+        this probability (missing views the others must make up for).
     batch_size : int or "auto", default="auto"
+        Images per step; "auto" is ``min(200, n_samples)``.
     learning_rate_init : float, default=1e-2
+        Adam's learning rate.
     max_iter : int, default=100
-        Epochs.
+        Maximum number of epochs.
     tol : float, default=1e-4
+        Training stops when the epoch loss has not improved by ``tol`` for
+        ``n_iter_no_change`` epochs.
     n_iter_no_change : int, default=10
+        Epochs without improvement before training stops.
     warm_start : bool, default=False
+        Continue the previous fit's network and optimiser.
     random_state : int, RandomState instance or None, default=None
-    device : str, default="auto"
+        Initialisation, patch dropout and minibatch order.
+    device : str or torch.device, default="auto"
+        "auto" uses CUDA when available and the problem is large enough.
     verbose : int, default=0
+        ``>= 1`` shows a progress bar.
 
     Attributes
     ----------
