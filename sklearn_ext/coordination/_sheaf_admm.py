@@ -363,9 +363,12 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         def batch_loss(idx):
             views = patches[idx]
             if self.patch_dropout > 0:
-                drop = torch.rand(
-                    views.shape[:2], generator=context.generator
-                ).to(views.device) < self.patch_dropout
+                drop = (
+                    torch.rand(views.shape[:2], generator=context.generator).to(
+                        views.device
+                    )
+                    < self.patch_dropout
+                )
                 views = torch.where(drop[..., None], blank, views)
             loss = ce(net(views), target[idx])
             return weighted_mean(loss, None if w is None else w[idx])

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["PatchAgentsNet", "SheafADMM", "SheafADMMStates"]
+__all__ = ["PatchAgentsNet", "SheafADMM", "SheafADMMStates", "SudokuAgentsNet"]
 
 
 class SheafADMMStates:
@@ -78,6 +78,9 @@ class SheafADMM(nn.Module):
         Learn the restriction maps; otherwise they stay at their start, the
         first ``d_e`` coordinates of each end (a constant sheaf).
     learn_rho : bool, default=True
+    edge_types : array-like of shape (n_edges,), default=None
+        Edges of one type share their restriction maps (e.g. "same row",
+        "same column", "same box" in Sudoku); None gives each edge its own.
     """
 
     def __init__(
@@ -90,17 +93,25 @@ class SheafADMM(nn.Module):
         rho=1.0,
         learn_sheaf=True,
         learn_rho=True,
+        edge_types=None,
     ):
         super().__init__()
         # A copy: the buffer is overwritten when a state dict is loaded, and
         # the caller's array may be read-only (a memory-mapped fitted model).
         edges = torch.tensor(np.asarray(edges, dtype=np.int64)).reshape(-1, 2)
         self.register_buffer("edges", edges)
+        types = (
+            np.arange(len(edges))
+            if edge_types is None
+            else np.asarray(edge_types, dtype=np.int64)
+        )
+        self.register_buffer("edge_types", torch.tensor(types))
+        n_types = int(types.max()) + 1 if len(types) else 0
         self.n_agents = int(n_agents)
         self.stalk_dim = int(stalk_dim)
         self.edge_dim = int(edge_dim)
         self.n_iter = int(n_iter)
-        start = torch.eye(edge_dim, stalk_dim).expand(len(edges), 2, -1, -1).clone()
+        start = torch.eye(edge_dim, stalk_dim).expand(n_types, 2, -1, -1).clone()
         self.restriction = nn.Parameter(start, requires_grad=learn_sheaf)
         self.log_rho = nn.Parameter(
             torch.tensor(math.log(rho)), requires_grad=learn_rho
@@ -123,7 +134,7 @@ class SheafADMM(nn.Module):
         """
         F = self.restriction
         norm = F.flatten(2).norm(dim=2).clamp_min(1e-8)[..., None, None]
-        return F * (math.sqrt(self.edge_dim) / norm)
+        return (F * (math.sqrt(self.edge_dim) / norm))[self.edge_types]
 
     def _scatter(self, per_end, batch):
         """Sum per-edge-end vectors (batch, E, 2, d) into their agents."""
@@ -229,3 +240,62 @@ class PatchAgentsNet(nn.Module):
         x, states = out if return_states else (out, None)
         logits = self.readout(x).mean(dim=1)
         return (logits, states) if return_states else logits
+
+
+class SudokuAgentsNet(nn.Module):
+    """Sudoku solver: one agent per cell, several rounds of sheaf-ADMM.
+
+    Each round encodes a cell's given digit (one-hot, 0 for a blank), its
+    position and its state from the previous round into a quadratic
+    objective; ``n_iter`` ADMM steps over the constraint graph (cells of a
+    row, column or box, one restriction-map pair per relation) give the new
+    states, read out as digit scores. Returns the scores of every round.
+    """
+
+    def __init__(
+        self,
+        size,
+        edges,
+        edge_types,
+        stalk_dim,
+        edge_dim,
+        hidden,
+        n_rounds,
+        n_iter,
+        rho,
+    ):
+        super().__init__()
+        n_cells = size * size
+        self.size, self.stalk_dim, self.n_rounds = size, stalk_dim, n_rounds
+        self.given = nn.Embedding(size + 1, hidden)
+        self.position = nn.Embedding(n_cells, hidden)
+        self.carry = nn.Linear(stalk_dim, hidden)
+        self.mix = nn.Linear(hidden, hidden)
+        self.head = nn.Linear(hidden, 2 * stalk_dim)
+        self.admm = SheafADMM(
+            edges, n_cells, stalk_dim, edge_dim, n_iter, rho, edge_types=edge_types
+        )
+        self.readout = nn.Linear(stalk_dim, size)
+
+    def forward(self, puzzles):
+        """Digit scores of every cell after each round.
+
+        Parameters
+        ----------
+        puzzles : LongTensor of shape (batch, n_cells)
+            Digits, 0 for a blank.
+
+        Returns
+        -------
+        scores : list of Tensor (batch, n_cells, size)
+        """
+        base = self.given(puzzles) + self.position.weight
+        x = base.new_zeros(*puzzles.shape, self.stalk_dim)
+        scores = []
+        for _ in range(self.n_rounds):
+            h = torch.relu(self.mix(torch.relu(base + self.carry(x))))
+            q, s = self.head(h).split(self.stalk_dim, dim=-1)
+            Q = torch.diag_embed(nn.functional.softplus(s) + 0.1)
+            x = self.admm(Q, q)
+            scores.append(self.readout(x))
+        return scores
