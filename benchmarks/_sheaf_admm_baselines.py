@@ -87,3 +87,57 @@ def best_single_patch(X, y):
         ).mean(),
     )
     return SinglePatch(best, LogisticRegression(max_iter=2000).fit(X[:, best], y))
+
+
+class CellMPNN(nn.Module):
+    """Recurrent message passing on the puzzle's constraint graph (an RRN-style peer).
+
+    The same inputs as ``CellAgentsNet``: a symbol and a position embedding
+    per cell, the same edges with their types. Each of ``n_steps`` steps
+    sends a message along every edge in both directions (an MLP of the two
+    ends' states and the edge type), sums the messages arriving at each cell
+    and updates its state with a GRU cell fed with the cell's embedding;
+    a linear readout scores each cell after every step (deep supervision,
+    as for the sheaf-ADMM solver).
+    """
+
+    def __init__(self, n_symbols, n_cells, n_outputs, edges, edge_types, hidden, n_steps):
+        super().__init__()
+        edges = torch.as_tensor(np.asarray(edges, dtype=np.int64))
+        types = torch.as_tensor(np.asarray(edge_types, dtype=np.int64))
+        self.register_buffer("src", torch.cat([edges[:, 0], edges[:, 1]]))
+        self.register_buffer("dst", torch.cat([edges[:, 1], edges[:, 0]]))
+        self.register_buffer("types", torch.cat([types, types]))
+        self.n_steps = n_steps
+        self.given = nn.Embedding(n_symbols, hidden)
+        self.position = nn.Embedding(n_cells, hidden)
+        self.edge_type = nn.Embedding(int(types.max()) + 1, hidden)
+        self.message = nn.Sequential(
+            nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden)
+        )
+        self.update = nn.GRUCell(2 * hidden, hidden)
+        self.readout = nn.Linear(hidden, n_outputs)
+
+    def forward(self, cells):
+        batch, n = cells.shape
+        x = self.given(cells) + self.position.weight
+        h = x
+        scores = []
+        for _ in range(self.n_steps):
+            pair = torch.cat([h[:, self.dst], h[:, self.src]], dim=-1)
+            msg = self.message(pair) + self.edge_type(self.types)
+            agg = h.new_zeros(h.shape).index_add(1, self.dst, msg)
+            h = self.update(
+                torch.cat([x, agg], dim=-1).reshape(batch * n, -1),
+                h.reshape(batch * n, -1),
+            ).reshape(batch, n, -1)
+            scores.append(self.readout(h))
+        return scores
+
+
+def matched_mpnn(target_params, build):
+    """The widest ``build(hidden)`` with at most ``target_params`` weights."""
+    hidden = 4
+    while count_parameters(build(hidden + 1)) <= target_params:
+        hidden += 1
+    return build(hidden)

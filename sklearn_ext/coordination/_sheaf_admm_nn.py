@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["PatchAgentsNet", "SheafADMM", "SheafADMMStates", "SudokuAgentsNet"]
+__all__ = ["CellAgentsNet", "PatchAgentsNet", "SheafADMM", "SheafADMMStates"]
 
 
 class SheafADMMStates:
@@ -98,15 +98,21 @@ class SheafADMM(nn.Module):
         super().__init__()
         # A copy: the buffer is overwritten when a state dict is loaded, and
         # the caller's array may be read-only (a memory-mapped fitted model).
-        edges = torch.tensor(np.asarray(edges, dtype=np.int64)).reshape(-1, 2)
-        self.register_buffer("edges", edges)
-        types = (
-            np.arange(len(edges))
-            if edge_types is None
-            else np.asarray(edge_types, dtype=np.int64)
-        )
+        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+        if edge_types is None:
+            types = np.arange(len(edges))
+        else:
+            # Stored sorted by type (stably), so that each type's maps apply
+            # to one contiguous block of edges in a single batched product;
+            # ``self.edges`` gives the order of the per-edge states.
+            types = np.asarray(edge_types, dtype=np.int64)
+            order = np.argsort(types, kind="stable")
+            edges, types = edges[order], types[order]
+        self.shared = edge_types is not None
+        self.register_buffer("edges", torch.tensor(edges))
         self.register_buffer("edge_types", torch.tensor(types))
         n_types = int(types.max()) + 1 if len(types) else 0
+        self.type_counts = np.bincount(types, minlength=n_types).tolist()
         self.n_agents = int(n_agents)
         self.stalk_dim = int(stalk_dim)
         self.edge_dim = int(edge_dim)
@@ -126,15 +132,30 @@ class SheafADMM(nn.Module):
         with torch.no_grad():
             F.copy_(start.to(dtype=F.dtype, device=F.device))
 
-    def maps(self):
-        """Restriction maps scaled to Frobenius norm ``sqrt(d_e)``.
+    def type_maps(self):
+        """Restriction maps of each type, scaled to Frobenius norm ``sqrt(d_e)``.
 
         The scale is fixed so that the maps cannot shrink to zero, which
         would satisfy every constraint trivially.
         """
         F = self.restriction
         norm = F.flatten(2).norm(dim=2).clamp_min(1e-8)[..., None, None]
-        return (F * (math.sqrt(self.edge_dim) / norm))[self.edge_types]
+        return F * (math.sqrt(self.edge_dim) / norm)
+
+    def maps(self):
+        """Restriction maps of each edge, shape (n_edges, 2, d_e, d_v)."""
+        return self.type_maps()[self.edge_types]
+
+    def _restrict(self, F, x_ends, adjoint=False):
+        """Apply each edge end's map (or its transpose) to (batch, E, 2, d)."""
+        if not self.shared:
+            pattern = "esdv,besd->besv" if adjoint else "esdv,besv->besd"
+            return torch.einsum(pattern, F, x_ends)
+        pattern = "sdv,besd->besv" if adjoint else "sdv,besv->besd"
+        blocks = x_ends.split(self.type_counts, dim=1)
+        return torch.cat(
+            [torch.einsum(pattern, F[t], b) for t, b in enumerate(blocks)], dim=1
+        )
 
     def _scatter(self, per_end, batch):
         """Sum per-edge-end vectors (batch, E, 2, d) into their agents."""
@@ -160,22 +181,29 @@ class SheafADMM(nn.Module):
             Only with ``return_states=True``.
         """
         batch = q.shape[0]
-        F = self.maps()  # (E, 2, d_e, d_v)
+        F_type = self.type_maps()
+        F = F_type[self.edge_types]  # (E, 2, d_e, d_v)
         rho = self.log_rho.exp()
         FtF = F.transpose(-1, -2) @ F  # (E, 2, d_v, d_v)
         S = FtF.new_zeros(self.n_agents, self.stalk_dim, self.stalk_dim)
         S = S.index_add(0, self.edges.reshape(-1), FtF.reshape(-1, *FtF.shape[2:]))
-        chol = torch.linalg.cholesky(Q + rho * S)
-        ends = self.edges  # (E, 2)
-        z = q.new_zeros(batch, len(ends), self.edge_dim)
-        u = q.new_zeros(batch, len(ends), 2, self.edge_dim)
+        # The system matrix is the same in every iteration: invert it once
+        # (through its Cholesky factor) and apply the inverse as a product.
+        inverse = torch.cholesky_inverse(torch.linalg.cholesky(Q + rho * S))
+        if self.shared:
+            F = F_type
+        ends = self.edges.reshape(-1)  # (2E,): both ends of each edge
+        n_edges = len(self.edges)
+        z = q.new_zeros(batch, n_edges, self.edge_dim)
+        u = q.new_zeros(batch, n_edges, 2, self.edge_dim)
         states = SheafADMMStates() if return_states else None
         x = None
         for _ in range(self.n_iter):
-            pull = torch.einsum("esdv,besd->besv", F, z[:, :, None] - u)
+            pull = self._restrict(F, z[:, :, None] - u, adjoint=True)
             rhs = -q + rho * self._scatter(pull, batch)
-            x = torch.cholesky_solve(rhs[..., None], chol)[..., 0]
-            Fx = torch.einsum("esdv,besv->besd", F, x[:, ends])
+            x = (inverse @ rhs[..., None])[..., 0]
+            x_ends = x.index_select(1, ends).reshape(batch, n_edges, 2, -1)
+            Fx = self._restrict(F, x_ends)
             z = (Fx + u).mean(dim=2)
             u = u + Fx - z[:, :, None]
             if states is not None:
@@ -242,19 +270,24 @@ class PatchAgentsNet(nn.Module):
         return (logits, states) if return_states else logits
 
 
-class SudokuAgentsNet(nn.Module):
-    """Sudoku solver: one agent per cell, several rounds of sheaf-ADMM.
+class CellAgentsNet(nn.Module):
+    """Puzzle solver: one agent per cell, several rounds of sheaf-ADMM.
 
-    Each round encodes a cell's given digit (one-hot, 0 for a blank), its
-    position and its state from the previous round into a quadratic
-    objective; ``n_iter`` ADMM steps over the constraint graph (cells of a
-    row, column or box, one restriction-map pair per relation) give the new
-    states, read out as digit scores. Returns the scores of every round.
+    Serves Sudoku (a cell's symbol is its given digit, 0 for a blank; the
+    graph joins cells of a row, column or box) and mazes (wall, open, start
+    or goal; the graph joins 4-neighbours). Each round encodes a cell's
+    symbol, its position and its state from the previous round into a
+    quadratic objective; ``n_iter`` ADMM steps over the constraint graph
+    (one restriction-map pair per edge type) give the new states, read out
+    by a shared linear layer as per-cell scores. Returns the scores of
+    every round (deep supervision, as in recurrent relational networks).
     """
 
     def __init__(
         self,
-        size,
+        n_symbols,
+        n_cells,
+        n_outputs,
         edges,
         edge_types,
         stalk_dim,
@@ -263,39 +296,54 @@ class SudokuAgentsNet(nn.Module):
         n_rounds,
         n_iter,
         rho,
+        learn_sheaf=True,
     ):
         super().__init__()
-        n_cells = size * size
-        self.size, self.stalk_dim, self.n_rounds = size, stalk_dim, n_rounds
-        self.given = nn.Embedding(size + 1, hidden)
+        self.stalk_dim, self.n_rounds = int(stalk_dim), int(n_rounds)
+        self.given = nn.Embedding(n_symbols, hidden)
         self.position = nn.Embedding(n_cells, hidden)
         self.carry = nn.Linear(stalk_dim, hidden)
         self.mix = nn.Linear(hidden, hidden)
         self.head = nn.Linear(hidden, 2 * stalk_dim)
         self.admm = SheafADMM(
-            edges, n_cells, stalk_dim, edge_dim, n_iter, rho, edge_types=edge_types
+            edges,
+            n_cells,
+            stalk_dim,
+            edge_dim,
+            n_iter,
+            rho,
+            learn_sheaf=learn_sheaf,
+            edge_types=edge_types,
         )
-        self.readout = nn.Linear(stalk_dim, size)
+        self.readout = nn.Linear(stalk_dim, n_outputs)
 
-    def forward(self, puzzles):
-        """Digit scores of every cell after each round.
+    def forward(self, cells, return_states=False):
+        """Per-cell scores after each round.
 
         Parameters
         ----------
-        puzzles : LongTensor of shape (batch, n_cells)
-            Digits, 0 for a blank.
+        cells : LongTensor of shape (batch, n_cells)
+            Symbol of each cell.
+        return_states : bool, default=False
+            Also return the ADMM states of every round.
 
         Returns
         -------
-        scores : list of Tensor (batch, n_cells, size)
+        scores : list of Tensor (batch, n_cells, n_outputs)
+        states : list of SheafADMMStates
+            Only with ``return_states=True``.
         """
-        base = self.given(puzzles) + self.position.weight
-        x = base.new_zeros(*puzzles.shape, self.stalk_dim)
-        scores = []
+        base = self.given(cells) + self.position.weight
+        x = base.new_zeros(*cells.shape, self.stalk_dim)
+        scores, states = [], []
         for _ in range(self.n_rounds):
             h = torch.relu(self.mix(torch.relu(base + self.carry(x))))
             q, s = self.head(h).split(self.stalk_dim, dim=-1)
             Q = torch.diag_embed(nn.functional.softplus(s) + 0.1)
-            x = self.admm(Q, q)
+            if return_states:
+                x, st = self.admm(Q, q, return_states=True)
+                states.append(st)
+            else:
+                x = self.admm(Q, q)
             scores.append(self.readout(x))
-        return scores
+        return (scores, states) if return_states else scores
