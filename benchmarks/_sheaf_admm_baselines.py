@@ -92,8 +92,9 @@ def best_single_patch(X, y):
 class CellMPNN(nn.Module):
     """Recurrent message passing on the puzzle's constraint graph (an RRN-style peer).
 
-    The same inputs as ``CellAgentsNet``: a symbol and a position embedding
-    per cell, the same edges with their types. Each of ``n_steps`` steps
+    The same inputs as ``CellAgentsNet``: a symbol embedding per cell (a
+    position embedding too with ``position=True``), the same edges with
+    their types. Each of ``n_steps`` steps
     sends a message along every edge in both directions (an MLP of the two
     ends' states and the edge type), sums the messages arriving at each cell
     and updates its state with a GRU cell fed with the cell's embedding;
@@ -101,7 +102,17 @@ class CellMPNN(nn.Module):
     as for the sheaf-ADMM solver).
     """
 
-    def __init__(self, n_symbols, n_cells, n_outputs, edges, edge_types, hidden, n_steps):
+    def __init__(
+        self,
+        n_symbols,
+        n_cells,
+        n_outputs,
+        edges,
+        edge_types,
+        hidden,
+        n_steps,
+        position=False,
+    ):
         super().__init__()
         edges = torch.as_tensor(np.asarray(edges, dtype=np.int64))
         types = torch.as_tensor(np.asarray(edge_types, dtype=np.int64))
@@ -110,7 +121,7 @@ class CellMPNN(nn.Module):
         self.register_buffer("types", torch.cat([types, types]))
         self.n_steps = n_steps
         self.given = nn.Embedding(n_symbols, hidden)
-        self.position = nn.Embedding(n_cells, hidden)
+        self.position = nn.Embedding(n_cells, hidden) if position else None
         self.edge_type = nn.Embedding(int(types.max()) + 1, hidden)
         self.message = nn.Sequential(
             nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden)
@@ -120,7 +131,9 @@ class CellMPNN(nn.Module):
 
     def forward(self, cells):
         batch, n = cells.shape
-        x = self.given(cells) + self.position.weight
+        x = self.given(cells)
+        if self.position is not None:
+            x = x + self.position.weight
         h = x
         scores = []
         for _ in range(self.n_steps):
@@ -141,3 +154,39 @@ def matched_mpnn(target_params, build):
     while count_parameters(build(hidden + 1)) <= target_params:
         hidden += 1
     return build(hidden)
+
+
+def fit_cell_peer(build, X, y, seed, epochs, batch=32, lr=3e-3):
+    """Train a puzzle network as the sheaf-ADMM solvers train theirs.
+
+    Adam at the solvers' learning rate, minibatches of their size, the mean
+    cross-entropy of every step's scores (deep supervision), ``epochs``
+    epochs. ``y`` holds class indices per cell.
+    """
+    torch.manual_seed(seed)
+    net = build()
+    cells = torch.as_tensor(np.asarray(X, dtype=np.int64))
+    target = torch.as_tensor(np.asarray(y, dtype=np.int64))
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    net.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(cells), generator=gen)
+        for start in range(0, len(cells), batch):
+            idx = order[start : start + batch]
+            scores = net(cells[idx])
+            flat = target[idx].reshape(-1)
+            loss = sum(
+                nn.functional.cross_entropy(s.reshape(-1, s.shape[-1]), flat)
+                for s in scores
+            ) / len(scores)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return net.eval()
+
+
+def peer_scores(net, X):
+    """The last step's per-cell class of each puzzle."""
+    with torch.no_grad():
+        return net(torch.as_tensor(np.asarray(X, dtype=np.int64)))[-1].argmax(-1).numpy()

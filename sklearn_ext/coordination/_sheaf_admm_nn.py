@@ -180,6 +180,23 @@ class SheafADMM(nn.Module):
         states : SheafADMMStates
             Only with ``return_states=True``.
         """
+        x, _, _, states = self.iterate(Q, q, return_states=return_states)
+        return (x, states) if return_states else x
+
+    def iterate(self, Q, q, z=None, u=None, return_states=False):
+        """ADMM from a given consensus and dual (zeros by default).
+
+        Starting from the ``(z, u)`` where an earlier problem on the same
+        graph stopped warm-starts the iterations (the objective may have
+        changed in between, as between the rounds of a puzzle solver).
+
+        Returns
+        -------
+        x, z, u : Tensor
+            The last primal, consensus (batch, n_edges, d_e) and scaled dual
+            (batch, n_edges, 2, d_e) iterates.
+        states : SheafADMMStates or None
+        """
         batch = q.shape[0]
         F_type = self.type_maps()
         F = F_type[self.edge_types]  # (E, 2, d_e, d_v)
@@ -194,8 +211,9 @@ class SheafADMM(nn.Module):
             F = F_type
         ends = self.edges.reshape(-1)  # (2E,): both ends of each edge
         n_edges = len(self.edges)
-        z = q.new_zeros(batch, n_edges, self.edge_dim)
-        u = q.new_zeros(batch, n_edges, 2, self.edge_dim)
+        if z is None:
+            z = q.new_zeros(batch, n_edges, self.edge_dim)
+            u = q.new_zeros(batch, n_edges, 2, self.edge_dim)
         states = SheafADMMStates() if return_states else None
         x = None
         for _ in range(self.n_iter):
@@ -217,9 +235,7 @@ class SheafADMM(nn.Module):
                     (Fx[:, :, 0] - Fx[:, :, 1]).flatten(1).norm(dim=1)
                 )
                 states.dual_norm.append(u.flatten(1).norm(dim=1))
-        if states is not None:
-            return x, states.finish()
-        return x
+        return x, z, u, None if states is None else states.finish()
 
 
 class PatchAgentsNet(nn.Module):
@@ -276,11 +292,17 @@ class CellAgentsNet(nn.Module):
     Serves Sudoku (a cell's symbol is its given digit, 0 for a blank; the
     graph joins cells of a row, column or box) and mazes (wall, open, start
     or goal; the graph joins 4-neighbours). Each round encodes a cell's
-    symbol, its position and its state from the previous round into a
-    quadratic objective; ``n_iter`` ADMM steps over the constraint graph
+    symbol and its state from the previous round into a quadratic
+    objective (no position embedding: the agents are interchangeable and
+    the graph, with its typed restriction maps, carries the geometry, so
+    that the solver learns the rule rather than the training grids); ``n_iter`` ADMM steps over the constraint graph
     (one restriction-map pair per edge type) give the new states, read out
-    by a shared linear layer as per-cell scores. Returns the scores of
-    every round (deep supervision, as in recurrent relational networks).
+    by a shared linear layer as per-cell scores. With ``warm_start_admm``
+    each round's ADMM starts from the consensus and dual variables where the
+    previous round's stopped, so that coordination accumulates across rounds
+    (restarting from zero forgets it, and the first iteration of a round is
+    then purely local). Returns the scores of every round (deep supervision,
+    as in recurrent relational networks).
     """
 
     def __init__(
@@ -297,11 +319,12 @@ class CellAgentsNet(nn.Module):
         n_iter,
         rho,
         learn_sheaf=True,
+        warm_start_admm=True,
     ):
         super().__init__()
         self.stalk_dim, self.n_rounds = int(stalk_dim), int(n_rounds)
+        self.warm_start_admm = bool(warm_start_admm)
         self.given = nn.Embedding(n_symbols, hidden)
-        self.position = nn.Embedding(n_cells, hidden)
         self.carry = nn.Linear(stalk_dim, hidden)
         self.mix = nn.Linear(hidden, hidden)
         self.head = nn.Linear(hidden, 2 * stalk_dim)
@@ -333,17 +356,19 @@ class CellAgentsNet(nn.Module):
         states : list of SheafADMMStates
             Only with ``return_states=True``.
         """
-        base = self.given(cells) + self.position.weight
+        base = self.given(cells)
         x = base.new_zeros(*cells.shape, self.stalk_dim)
+        z = u = None
         scores, states = [], []
         for _ in range(self.n_rounds):
             h = torch.relu(self.mix(torch.relu(base + self.carry(x))))
             q, s = self.head(h).split(self.stalk_dim, dim=-1)
             Q = torch.diag_embed(nn.functional.softplus(s) + 0.1)
-            if return_states:
-                x, st = self.admm(Q, q, return_states=True)
-                states.append(st)
-            else:
-                x = self.admm(Q, q)
+            x, z_new, u_new, st = self.admm.iterate(
+                Q, q, z, u, return_states=return_states
+            )
+            if self.warm_start_admm:
+                z, u = z_new, u_new
+            states.append(st)
             scores.append(self.readout(x))
         return (scores, states) if return_states else scores
