@@ -189,4 +189,5 @@ def fit_cell_peer(build, X, y, seed, epochs, batch=32, lr=3e-3):
 def peer_scores(net, X):
     """The last step's per-cell class of each puzzle."""
     with torch.no_grad():
-        return net(torch.as_tensor(np.asarray(X, dtype=np.int64)))[-1].argmax(-1).numpy()
+        scores = net(torch.as_tensor(np.asarray(X, dtype=np.int64)))[-1]
+    return scores.argmax(-1).numpy()

@@ -169,18 +169,6 @@ def test_agents_together_beat_any_single_patch(digits, fitted):
     assert fitted.score(X_te, y_te) > 0.94
 
 
-def test_coordination_helps_when_patches_are_missing(digits, fitted):
-    """Zeroing a patch hurts less when agents coordinate (the ablation)."""
-    X_tr, X_te, y_tr, y_te = digits
-    alone = SheafADMMClassifier(max_iter=30, n_admm_iter=1, random_state=0)
-    alone.fit(X_tr, y_tr)
-    rng = np.random.default_rng(0)
-    occluded = X_te.copy()
-    which = rng.integers(len(fitted.patches_), size=len(X_te))
-    occluded[np.arange(len(X_te))[:, None], fitted.patches_[which]] = 0.0
-    assert fitted.score(occluded, y_te) > alone.score(occluded, y_te)
-
-
 def test_admm_states_are_exposed_and_agents_converge(digits, fitted):
     _, X_te, _, _ = digits
     states = fitted.admm_states(X_te[:20])

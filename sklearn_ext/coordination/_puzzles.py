@@ -506,6 +506,18 @@ class SheafADMMSudokuSolver(_CellAgentsSolver):
             "device": "cpu",
         }
 
+    def _make_test_data(self, n_samples, random_state):
+        """4 x 4 puzzles and their solutions (for the GPU check)."""
+        from sklearn_ext.datasets import make_sudoku
+
+        ds = make_sudoku(n_samples, size=4, random_state=random_state)
+        return ds.data, ds.target
+
+    @classmethod
+    def _gpu_check_params(cls):
+        # 9 x 9-sized work per step: 4 x 4 puzzles in large batches.
+        return {"batch_size": 512, "max_iter": 3}, 4000
+
     @classmethod
     def _demo(cls):
         from sklearn_ext.datasets import make_sudoku
@@ -513,7 +525,7 @@ class SheafADMMSudokuSolver(_CellAgentsSolver):
         ds = make_sudoku(700, size=4, n_givens=6, random_state=0)
         # Leak-free split: no solution grid (up to relabelling) on both sides.
         test = np.isin(ds.grid_id, np.unique(ds.grid_id)[::4])
-        solver = cls(max_iter=30, random_state=0)
+        solver = cls(random_state=0)
         ours = solver.fit(ds.data[~test], ds.target[~test]).score(
             ds.data[test], ds.target[test]
         )
@@ -728,13 +740,24 @@ class SheafADMMMazeSolver(_CellAgentsSolver):
     def _get_test_params(cls):
         return SheafADMMSudokuSolver._get_test_params()
 
+    def _make_test_data(self, n_samples, random_state):
+        """Mazes of 3 x 3 rooms and their paths (for the GPU check)."""
+        from sklearn_ext.datasets import make_mazes
+
+        ds = make_mazes(n_samples, rooms=(3, 3), random_state=random_state)
+        return ds.data, ds.target
+
+    @classmethod
+    def _gpu_check_params(cls):
+        return {"batch_size": 512, "max_iter": 3}, 4000
+
     @classmethod
     def _demo(cls):
         from sklearn_ext.datasets import make_mazes
 
         train = make_mazes(600, rooms=(3, 3), random_state=0)
         test = make_mazes(200, rooms=(3, 3), random_state=1)
-        solver = cls(n_rounds=4, max_iter=30, random_state=0)
+        solver = cls(random_state=0)
         ours = solver.fit(train.data, train.target).score(test.data, test.target)
         from sklearn.ensemble import RandomForestClassifier
 

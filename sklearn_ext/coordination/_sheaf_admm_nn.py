@@ -295,7 +295,8 @@ class CellAgentsNet(nn.Module):
     symbol and its state from the previous round into a quadratic
     objective (no position embedding: the agents are interchangeable and
     the graph, with its typed restriction maps, carries the geometry, so
-    that the solver learns the rule rather than the training grids); ``n_iter`` ADMM steps over the constraint graph
+    that the solver learns the rule rather than the training grids);
+    ``n_iter`` ADMM steps over the constraint graph
     (one restriction-map pair per edge type) give the new states, read out
     by a shared linear layer as per-cell scores. With ``warm_start_admm``
     each round's ADMM starts from the consensus and dual variables where the
