@@ -7,6 +7,7 @@ from sklearn.model_selection import cross_val_score
 from torch import nn
 
 from sklearn_ext.coordination import patch_grid
+from sklearn_ext.utils._torch import train_loop
 
 
 def count_parameters(module):
@@ -48,7 +49,8 @@ class FittedCNN:
 
 
 def fit_cnn(X, y, seed, epochs=150, batch=128, lr=3e-3):
-    """Adam on the cross-entropy, minibatches, the same pixel scaling as ours."""
+    """Adam on the cross-entropy for ``epochs`` epochs (the package's training
+    loop), minibatches, the same pixel scaling as ours."""
     torch.manual_seed(seed)
     mean, std = float(X.mean()), float(X.std())
     net = PatchCNN(len(np.unique(y)))
@@ -58,14 +60,17 @@ def fit_cnn(X, y, seed, epochs=150, batch=128, lr=3e-3):
     opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=1e-4)
     gen = torch.Generator().manual_seed(seed)
     net.train()
-    for _ in range(epochs):
-        order = torch.randperm(len(images), generator=gen)
-        for start in range(0, len(images), batch):
-            idx = order[start : start + batch]
-            loss = nn.functional.cross_entropy(net(images[idx]), target[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    train_loop(
+        lambda idx: nn.functional.cross_entropy(net(images[idx]), target[idx]),
+        len(images),
+        opt,
+        batch_size=batch,
+        max_iter=epochs,
+        tol=-np.inf,
+        n_iter_no_change=epochs + 1,
+        generator=gen,
+        warn_at_max_iter=False,
+    )
     return fitted
 
 
@@ -156,12 +161,13 @@ def matched_mpnn(target_params, build):
     return build(hidden)
 
 
-def fit_cell_peer(build, X, y, seed, epochs, batch=32, lr=3e-3):
+def fit_cell_peer(build, X, y, seed, epochs, batch=32, lr=1e-2, max_grad_norm=1.0):
     """Train a puzzle network as the sheaf-ADMM solvers train theirs.
 
-    Adam at the solvers' learning rate, minibatches of their size, the mean
-    cross-entropy of every step's scores (deep supervision), ``epochs``
-    epochs. ``y`` holds class indices per cell.
+    The package's training loop with the solvers' settings: Adam at their
+    learning rate, minibatches of their size, gradients clipped to the same
+    norm, the mean cross-entropy of every step's scores (deep supervision),
+    for exactly ``epochs`` epochs. ``y`` holds class indices per cell.
     """
     torch.manual_seed(seed)
     net = build()
@@ -170,19 +176,27 @@ def fit_cell_peer(build, X, y, seed, epochs, batch=32, lr=3e-3):
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     net.train()
-    for _ in range(epochs):
-        order = torch.randperm(len(cells), generator=gen)
-        for start in range(0, len(cells), batch):
-            idx = order[start : start + batch]
-            scores = net(cells[idx])
-            flat = target[idx].reshape(-1)
-            loss = sum(
-                nn.functional.cross_entropy(s.reshape(-1, s.shape[-1]), flat)
-                for s in scores
-            ) / len(scores)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+
+    def batch_loss(idx):
+        scores = net(cells[idx])
+        flat = target[idx].reshape(-1)
+        return sum(
+            nn.functional.cross_entropy(s.reshape(-1, s.shape[-1]), flat)
+            for s in scores
+        ) / len(scores)
+
+    train_loop(
+        batch_loss,
+        len(cells),
+        opt,
+        batch_size=batch,
+        max_iter=epochs,
+        tol=-np.inf,
+        n_iter_no_change=epochs + 1,
+        generator=gen,
+        warn_at_max_iter=False,
+        max_grad_norm=max_grad_norm,
+    )
     return net.eval()
 
 

@@ -339,7 +339,14 @@ def part_puzzles(seeds, tasks=PUZZLE_TASKS):
             peer_name = f"MPNN, {steps} steps (param-matched)"
             start = time.perf_counter()
             target = y_tr - 1 if is_sudoku else y_tr
-            net = fit_cell_peer(build, X_tr, target, seed, spec["kwargs"]["max_iter"])
+            net = fit_cell_peer(
+                build,
+                X_tr,
+                target,
+                seed,
+                spec["kwargs"]["max_iter"],
+                lr=ours.learning_rate_init,
+            )
             fit_s.setdefault(peer_name, []).append(time.perf_counter() - start)
             raw = peer_scores(net, X_te)
             pred = (

@@ -327,6 +327,7 @@ class TorchMixin(TorchDeviceMixin):
         fixed_epochs=False,
         validation_loss=None,
         tol=None,
+        max_grad_norm=None,
     ):
         """Train ``modules`` with the shared loop and record the fitted state.
 
@@ -363,6 +364,9 @@ class TorchMixin(TorchDeviceMixin):
         tol : float, default=None
             The stopping tolerance; ``self.tol`` by default (an estimator whose
             ``tol`` is "auto" passes the value it resolved).
+        max_grad_norm : float, default=None
+            Clip each minibatch gradient to this norm (see
+            :func:`~sklearn_ext.utils._torch.train_loop`).
         """
         main = phase == "training"
         warm = main and self.warm_start and hasattr(self, "loss_curve_")
@@ -394,6 +398,7 @@ class TorchMixin(TorchDeviceMixin):
             max_iter_param=max_iter_param,
             warn_at_max_iter=not fixed_epochs,
             validation_loss=validation_loss,
+            max_grad_norm=max_grad_norm,
         )
         if main:
             for attr, module in modules.items():

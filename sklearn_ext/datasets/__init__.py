@@ -10,8 +10,8 @@ from sklearn_ext.datasets._docstring_retrieval import (
     load_docstring_retrieval,
 )
 from sklearn_ext.datasets._graph_multitask import make_graph_multitask
-from sklearn_ext.datasets._mazes import make_mazes
 from sklearn_ext.datasets._longtail_multilabel import make_longtail_multilabel
+from sklearn_ext.datasets._mazes import make_mazes
 from sklearn_ext.datasets._mfeat import load_mfeat
 from sklearn_ext.datasets._mice import load_mice_connectomes
 from sklearn_ext.datasets._multibehavior import make_multibehavior

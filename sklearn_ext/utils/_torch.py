@@ -462,6 +462,7 @@ def train_loop(
     max_iter_param="max_iter",
     warn_at_max_iter=True,
     validation_loss=None,
+    max_grad_norm=None,
 ):
     """Run minibatch training epochs until the loss settles or ``max_iter``.
 
@@ -505,6 +506,10 @@ def train_loop(
     warn_at_max_iter : bool, default=True
         Whether stopping at ``max_iter`` raises a ConvergenceWarning; False for
         a fixed budget of epochs.
+    max_grad_norm : float, default=None
+        Rescale each minibatch's gradient (over all parameters the optimiser
+        holds) to at most this Euclidean norm before the step; None leaves
+        gradients as they are.
 
     Returns
     -------
@@ -516,6 +521,7 @@ def train_loop(
     if shuffle and generator is None:
         raise ValueError("train_loop needs a generator to shuffle the samples.")
     bounds = batch_bounds(n_samples, batch_size)
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     best = math.inf if best_loss is None else float(best_loss)
     no_improvement = 0
     result = TrainResult(n_iter=0)
@@ -530,6 +536,8 @@ def train_loop(
             optimizer.zero_grad(set_to_none=True)
             loss = batch_loss(idx)
             loss.backward()
+            if max_grad_norm is not None:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             optimizer.step()
             total = total + loss.detach() * (stop - start)
         epoch_loss = float(total) / n_samples
