@@ -269,7 +269,7 @@ PUZZLE_TASKS = {
         "ablations": ("carry_consensus=False", "learn_sheaf=False"),
     },
     "sudoku 9x9, 40 givens": {
-        "data": lambda seed: _sudoku_data(9, 40, 1000, 200, seed),
+        "data": lambda seed: _sudoku_data(9, 40, 800, 200, seed),
         "solver": SheafADMMSudokuSolver,
         "kwargs": {"max_iter": 10},
         "ablations": (),
