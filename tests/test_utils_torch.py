@@ -249,6 +249,39 @@ def test_diverging_loss_is_a_clear_error():
         )
 
 
+def test_max_grad_norm_bounds_every_step():
+    """Clipped to norm 0.1, a plain SGD step (lr 1) moves the weights by at
+    most 0.1, on a loss whose raw gradient is millions of times larger;
+    unclipped, the same step diverges."""
+    X, y = _data()
+    Xt = to_tensor(X, dtype=torch.float64)
+    yt = to_tensor(y * 1e6, dtype=torch.float64)
+
+    def run(max_grad_norm):
+        module = torch.nn.Linear(3, 1).double()
+        opt = torch.optim.SGD(module.parameters(), lr=1.0)
+        start = torch.cat([p.detach().flatten() for p in module.parameters()])
+
+        def batch_loss(idx):
+            return ((module(Xt[idx]).squeeze(1) - yt[idx]) ** 2).mean()
+
+        train_loop(
+            batch_loss,
+            len(X),
+            opt,
+            batch_size=len(X),
+            max_iter=1,
+            generator=make_generator(0),
+            warn_at_max_iter=False,
+            max_grad_norm=max_grad_norm,
+        )
+        end = torch.cat([p.detach().flatten() for p in module.parameters()])
+        return float(torch.linalg.norm(end - start))
+
+    assert run(0.1) == pytest.approx(0.1, rel=1e-6)
+    assert run(None) > 1e6
+
+
 # --- pickling ------------------------------------------------------------------
 
 
