@@ -252,7 +252,7 @@ class _CellAgentsSolver(TorchMixin, BaseEstimator):
         return self._decode(self._scores(X), X)
 
     def score(self, X, y):
-        """Fraction of puzzles solved exactly (every cell right).
+        """Return the fraction of puzzles solved exactly (every cell right).
 
         Parameters
         ----------
@@ -264,6 +264,7 @@ class _CellAgentsSolver(TorchMixin, BaseEstimator):
         Returns
         -------
         solve_rate : float
+            Fraction of the puzzles whose every cell is predicted right.
         """
         pred = self.predict(X)
         y = np.asarray(y)
@@ -272,7 +273,7 @@ class _CellAgentsSolver(TorchMixin, BaseEstimator):
         return float(np.mean(np.all(pred == y, axis=1)))
 
     def admm_states(self, X):
-        """Residuals of the ADMM iterations in every round.
+        """Return the residuals of the ADMM iterations in every round.
 
         Parameters
         ----------

@@ -161,7 +161,7 @@ class SheafADMM(nn.Module):
         """Sum per-edge-end vectors (batch, E, 2, d) into their agents."""
         out = per_end.new_zeros(batch, self.n_agents, per_end.shape[-1])
         return out.index_add(
-            1, self.edges.reshape(-1), per_end.reshape(batch, -1, per_end.shape[-1])
+            1, self.edges.reshape(-1), per_end.reshape(batch, 2 * per_end.shape[1], per_end.shape[-1])
         )
 
     def forward(self, Q, q, return_states=False):
@@ -220,7 +220,7 @@ class SheafADMM(nn.Module):
             pull = self._restrict(F, z[:, :, None] - u, adjoint=True)
             rhs = -q + rho * self._scatter(pull, batch)
             x = (inverse @ rhs[..., None])[..., 0]
-            x_ends = x.index_select(1, ends).reshape(batch, n_edges, 2, -1)
+            x_ends = x.index_select(1, ends).reshape(batch, n_edges, 2, x.shape[-1])
             Fx = self._restrict(F, x_ends)
             z = (Fx + u).mean(dim=2)
             u = u + Fx - z[:, :, None]
