@@ -161,7 +161,9 @@ class SheafADMM(nn.Module):
         """Sum per-edge-end vectors (batch, E, 2, d) into their agents."""
         out = per_end.new_zeros(batch, self.n_agents, per_end.shape[-1])
         return out.index_add(
-            1, self.edges.reshape(-1), per_end.reshape(batch, 2 * per_end.shape[1], per_end.shape[-1])
+            1,
+            self.edges.reshape(-1),
+            per_end.reshape(batch, 2 * per_end.shape[1], per_end.shape[-1]),
         )
 
     def forward(self, Q, q, return_states=False):
