@@ -75,7 +75,13 @@ def _agreement(a, b):
 
 
 def _output(model, X):
-    """predict for predictors, transform for transformers (CrossQ's codes)."""
+    """predict for predictors, transform for transformers (CrossQ's codes).
+
+    An offline transition dataset (a dict, for an agent) is predicted on its
+    observations.
+    """
+    if isinstance(X, dict):
+        X = X["observations"]
     return model.predict(X) if hasattr(model, "predict") else model.transform(X)
 
 
@@ -89,6 +95,7 @@ def _unpickle_without_cuda(model, X):
             "warnings.simplefilter('ignore');"
             f"est, X = pickle.loads(open({str(path)!r}, 'rb').read());"
             "import torch; assert not torch.cuda.is_available();"
+            "X = X['observations'] if isinstance(X, dict) else X;"
             "out = est.predict(X) if hasattr(est, 'predict') else est.transform(X);"
             f"np.save({str(Path(tmp) / 'pred.npy')!r}, out)"
         )

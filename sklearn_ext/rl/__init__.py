@@ -11,7 +11,9 @@ policies out need gymnasium, in the optional extra ``rl``
 import importlib
 
 from sklearn_ext.rl._guarantee import MultiTaskGuarantee
+from sklearn_ext.rl._kr_quantile import KRQuantileRegressor
 from sklearn_ext.rl._mdp import LPSolution, TabularCMDP, TabularMDP
+from sklearn_ext.rl._mo_agent import MOQuantileAgent
 from sklearn_ext.rl._qlearning import TabularQLearning
 from sklearn_ext.rl._rollouts import collect_returns
 from sklearn_ext.rl._task_families import BridgeTaskFamily
@@ -22,7 +24,9 @@ _ENVIRONMENTS = ("BridgeWorld", "GoalGridWorld")
 
 __all__ = [
     "BridgeTaskFamily",
+    "KRQuantileRegressor",
     "LPSolution",
+    "MOQuantileAgent",
     "MultiTaskGuarantee",
     "TabularCMDP",
     "TabularMDP",

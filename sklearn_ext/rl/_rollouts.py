@@ -11,7 +11,16 @@ from joblib import Parallel, delayed
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
 from sklearn_ext.utils._torch import child_seeds
 
-__all__ = ["actions_of", "collect_returns", "episode_returns"]
+__all__ = ["actions_of", "collect_returns", "episode_returns", "lockstep_episodes"]
+
+# Keys of an offline transition dataset (as d4rl and minari name them).
+TRANSITION_KEYS = (
+    "observations",
+    "actions",
+    "rewards",
+    "next_observations",
+    "terminals",
+)
 
 
 def actions_of(policy, observations):
@@ -156,3 +165,55 @@ def collect_returns(
         for s in seeds
     )
     return np.vstack(rows)
+
+
+def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0):
+    """Run one episode on each environment copy, all advancing together.
+
+    ``act(observations) -> actions`` is called once per time step on the
+    observations of the episodes still running, so that a policy network
+    evaluates them as one batch. Rewards may be vectors.
+
+    Parameters
+    ----------
+    act : callable
+    envs : list of gymnasium.Env
+        One independent copy per episode.
+    seeds : list of int or None
+        Seed of each copy's reset.
+    max_episode_steps : int
+    gamma : float, default=1.0
+        Discount of the returned returns.
+
+    Returns
+    -------
+    transitions : dict of list
+        ``observations``, ``actions``, ``rewards``, ``next_observations`` and
+        ``terminals`` (terminated, not merely truncated), in time order.
+    returns : ndarray of shape (n_episodes,) or (n_episodes, n_rewards)
+        Discounted sum of each episode's rewards.
+    """
+    obs = [np.asarray(_check_env(env).reset(seed=s)[0]) for env, s in zip(envs, seeds)]
+    running = list(range(len(envs)))
+    returns = [0.0] * len(envs)
+    discount = np.ones(len(envs))
+    out = {k: [] for k in TRANSITION_KEYS}
+    for _ in range(max_episode_steps):
+        if not running:
+            break
+        actions = np.asarray(act(np.stack([obs[i] for i in running])))
+        still = []
+        for i, a in zip(running, actions):
+            nxt, reward, terminated, truncated, _ = envs[i].step(int(a))
+            nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
+            for key, value in zip(
+                TRANSITION_KEYS, (obs[i], int(a), reward, nxt, bool(terminated))
+            ):
+                out[key].append(value)
+            returns[i] = returns[i] + discount[i] * reward
+            discount[i] *= gamma
+            obs[i] = nxt
+            if not (terminated or truncated):
+                still.append(i)
+        running = still
+    return out, np.asarray(returns, dtype=np.float64)

@@ -1,0 +1,269 @@
+"""KR quantile regression and the risk-sensitive multi-objective agent."""
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import check_param_validation
+
+from sklearn_ext.rl import KRQuantileRegressor, MOQuantileAgent
+from sklearn_ext.rl._kr_demo import copula_bandit
+from sklearn_ext.rl._kr_quantile import vector_risk_of_draws
+from sklearn_ext.rl._rollouts import lockstep_episodes
+
+RHO = 0.8
+
+
+def _gaussian(n, rng, rho=RHO):
+    X = rng.uniform(-1, 1, (n, 1))
+    z1 = rng.normal(size=n)
+    z2 = rho * z1 + np.sqrt(1 - rho**2) * rng.normal(size=n)
+    return X, np.column_stack([X[:, 0] + 0.5 * z1, -X[:, 0] + 0.5 * z2])
+
+
+@pytest.fixture(scope="module")
+def gaussian_fit():
+    X, Y = _gaussian(1500, np.random.default_rng(0))
+    model = KRQuantileRegressor(ordering="fixed", max_iter=80, random_state=0)
+    return model.fit(X, Y)
+
+
+# --- the regressor ------------------------------------------------------------------
+
+
+def test_kr_map_recovers_the_planted_gaussian_copula(gaussian_fit):
+    X = np.array([[-0.5], [0.0], [0.5]])
+    levels = np.array([[a, b] for a in (0.2, 0.5, 0.8) for b in (0.2, 0.5, 0.8)])
+    q = gaussian_fit.predict_quantiles(X, levels)
+    z1, z2 = norm.ppf(levels[:, 0]), norm.ppf(levels[:, 1])
+    q1 = X + 0.5 * z1
+    q2 = -X + 0.5 * (RHO * z1 + np.sqrt(1 - RHO**2) * z2)
+    assert np.abs(q[..., 0] - q1).mean() < 0.08
+    assert np.abs(q[..., 1] - q2).mean() < 0.12
+    # The dependence: y2's median moves with y1's level (0.8 * 0.5 * 1.68 = 0.67).
+    lift = q[:, 7, 1] - q[:, 1, 1]  # tau = (0.8, 0.5) against (0.2, 0.5)
+    assert np.all(lift > 0.45)
+
+
+def test_first_output_ignores_the_later_levels(gaussian_fit):
+    q = gaussian_fit.predict_quantiles([[0.1], [0.7]], [[0.3, 0.05], [0.3, 0.95]])
+    np.testing.assert_array_equal(q[:, 0, 0], q[:, 1, 0])
+    assert np.all(q[:, 1, 1] > q[:, 0, 1])
+
+
+def test_draws_keep_the_correlation(gaussian_fit):
+    draws = gaussian_fit.sample([[0.0]], n_draws=3000, random_state=0)[0]
+    assert np.corrcoef(draws.T)[0, 1] == pytest.approx(RHO, abs=0.1)
+
+
+def test_vector_risk_separates_dependence_that_the_marginals_hide():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (1500, 1))
+    x, other = rng.normal(size=1500), rng.normal(size=1500)
+    fits = [
+        KRQuantileRegressor(ordering="fixed", max_iter=60, random_state=0).fit(
+            X, np.column_stack([x, y2])
+        )
+        for y2 in (x, other)  # comonotone, independent
+    ]
+    cvar = [m.vector_risk([[0.0]], alpha=0.2)[0] for m in fits]
+    mean = [m.vector_risk([[0.0]], measure="expectation")[0] for m in fits]
+    truth = -norm.pdf(norm.ppf(0.2)) / 0.2  # CVaR of N(0, 1); of N(0, 1/2) / sqrt 2
+    assert cvar[0] == pytest.approx(truth, abs=0.25)
+    assert cvar[1] == pytest.approx(truth / np.sqrt(2), abs=0.25)
+    assert cvar[1] - cvar[0] > 0.2
+    assert abs(mean[0] - mean[1]) < 0.15
+
+
+def test_vector_risk_of_draws_follows_its_definition():
+    draws = np.array([[[0.0, 2.0], [1.0, 1.0], [-4.0, 0.0], [3.0, 3.0]]])
+    # Equal weights: scalars 1, 1, -2, 3; the lowest half is {-2, 1}.
+    assert vector_risk_of_draws(draws, "cvar", 0.5)[0] == pytest.approx(-0.5)
+    assert vector_risk_of_draws(draws, "expectation")[0] == pytest.approx(0.75)
+    weighted = vector_risk_of_draws(draws, "cvar", 0.25, weights=[1.0, 0.0])
+    assert weighted[0] == pytest.approx(-4.0)
+
+
+def test_zero_weights_remove_rows():
+    rng = np.random.default_rng(2)
+    X, Y = _gaussian(800, rng)
+    Y_bad = Y + 5.0
+    Xs, Ys = np.vstack([X, X]), np.vstack([Y, Y_bad])
+    w = np.r_[np.ones(len(X)), np.zeros(len(X))]
+    model = KRQuantileRegressor(ordering="fixed", max_iter=60, random_state=0)
+    pred = model.fit(Xs, Ys, sample_weight=w).predict([[0.0]])[0]
+    assert np.abs(pred).max() < 0.2
+
+
+def test_one_output_is_iqn():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (800, 1))
+    y = 2 * X[:, 0] + rng.normal(size=800)
+    model = KRQuantileRegressor(max_iter=60, random_state=0).fit(X, y)
+    assert model.predict([[0.5]]).shape == (1,)
+    q = model.predict_quantiles([[0.0]], [[0.1], [0.9]])[0, :, 0]
+    assert q == pytest.approx(norm.ppf([0.1, 0.9]), abs=0.3)
+
+
+@pytest.mark.parametrize(
+    "taus, match",
+    [
+        ([[0.0, 0.5]], "strictly inside"),
+        ([[0.5, 1.0]], "strictly inside"),
+        ([[1.2, 0.5]], "strictly inside"),
+        ([[0.5, 0.5, 0.5]], r"shape \(n_taus, 2\)"),
+    ],
+)
+def test_bad_taus_are_named(gaussian_fit, taus, match):
+    with pytest.raises(ValueError, match=match):
+        gaussian_fit.predict_quantiles([[0.0]], taus)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"weights": [1.0]}, "weights must be 2"),
+        ({"weights": [1.0, -1.0]}, "non-negative"),
+        ({"measure": "var"}, "measure must be one of"),
+        ({"alpha": 0.0}, r"alpha must be in \(0, 1\]"),
+    ],
+)
+def test_bad_risk_arguments_are_named(gaussian_fit, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gaussian_fit.vector_risk([[0.0]], **kwargs)
+
+
+# --- the agent ---------------------------------------------------------------
+
+
+def _bandit(n=600, shift=0.2, seed=0):
+    return copula_bandit(n, shift, random_state=seed)[0]
+
+
+def test_joint_cvar_agent_picks_the_diversified_arm_and_marginals_cannot():
+    """Arm 0: (x, x) + 0.2; arm 1: (x, x'). Exact CVaR_0.25: -1.07 vs -0.90."""
+    data = _bandit()
+    params = {"alpha": 0.25, "n_rounds": 1, "n_epochs": 30, "random_state": 0}
+    kr = MOQuantileAgent(**params).fit(data)
+    independent = MOQuantileAgent(critic="independent", **params).fit(data)
+    neutral = MOQuantileAgent(risk="expectation", **params).fit(data)
+    assert kr.predict([0])[0] == 1
+    assert independent.predict([0])[0] == 0
+    assert neutral.predict([0])[0] == 0
+    gap = kr.risk_values([0])[0]
+    assert gap[1] - gap[0] > 0.1
+
+
+def test_truncation_lowers_the_bootstrapped_value():
+    """A two-step chain: MO-TQC drops the top target draws, so values fall."""
+    rng = np.random.default_rng(0)
+    n = 400
+    obs = np.r_[np.zeros(n, dtype=int), np.ones(n, dtype=int)]
+    nxt = np.r_[np.ones(n, dtype=int), np.ones(n, dtype=int)]
+    rewards = np.r_[np.zeros((n, 2)), rng.normal(size=(n, 2))]
+    data = {
+        "observations": obs,
+        "actions": np.zeros(2 * n, dtype=int),
+        "rewards": rewards,
+        "next_observations": nxt,
+        "terminals": np.r_[np.zeros(n, bool), np.ones(n, bool)],
+    }
+    values = []
+    for drop in (0, 6):
+        agent = MOQuantileAgent(
+            risk="expectation",
+            drop_top=drop,
+            n_quantiles=8,
+            gamma=0.99,
+            n_rounds=3,
+            n_epochs=5,
+            ordering="fixed",
+            random_state=0,
+        ).fit(data)
+        values.append(agent.risk_values([0])[0, 0])
+    assert values[0] == pytest.approx(0.0, abs=0.2)
+    assert values[1] < values[0] - 0.3
+
+
+def test_online_training_on_a_vector_reward_environment():
+    mo_gym = pytest.importorskip("mo_gymnasium")
+    env = mo_gym.make("fishwood-v0")
+    agent = MOQuantileAgent(
+        n_rounds=2,
+        n_episodes_per_round=3,
+        max_episode_steps=30,
+        hidden=16,
+        n_quantiles=4,
+        ordering="fixed",
+        random_state=0,
+    ).fit(env)
+    assert agent.training_returns_.shape == (6, 2)
+    assert set(agent.predict(np.array([[0], [1]]))) <= {0, 1}
+    assert agent.n_iter_ == 2 and len(agent.loss_curve_) == 2
+
+
+def test_lockstep_episodes_returns_vector_returns():
+    mo_gym = pytest.importorskip("mo_gymnasium")
+    env = mo_gym.make("fishwood-v0")
+    copies = [copy.deepcopy(env) for _ in range(3)]
+    data, returns = lockstep_episodes(
+        lambda obs: np.ones(len(obs), dtype=int), copies, [0, 1, 2], 10, 1.0
+    )
+    assert returns.shape == (3, 2)
+    assert len(data["actions"]) == 30
+    np.testing.assert_allclose(returns.sum(), np.sum(data["rewards"]))
+
+
+def test_agent_contract_clone_pickle_params():
+    agent = MOQuantileAgent(n_rounds=1, n_epochs=2, hidden=8, random_state=0)
+    check_param_validation("MOQuantileAgent", agent)
+    data = _bandit(n=100)
+    fitted = clone(agent).fit(data)
+    assert not hasattr(clone(fitted), "module_")
+    loaded = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(loaded.risk_values([0]), fitted.risk_values([0]))
+    again = clone(agent).fit(data)
+    np.testing.assert_array_equal(again.risk_values([0]), fitted.risk_values([0]))
+
+
+def _without(key):
+    data = _bandit(n=20)
+    del data[key]
+    return data
+
+
+@pytest.mark.parametrize(
+    "data, error, match",
+    [
+        (
+            {**_bandit(n=20), "rewards": np.zeros((20, 1))},
+            ValueError,
+            "at least 2 objectives",
+        ),
+        (
+            {**_bandit(n=20), "rewards": np.zeros(20)},
+            ValueError,
+            "at least 2 objectives",
+        ),
+        (_without("terminals"), ValueError, "lacks the keys"),
+        (
+            {**_bandit(n=20), "actions": -np.ones(20)},
+            ValueError,
+            "non-negative integers",
+        ),
+        ({**_bandit(n=20), "actions": np.zeros(5)}, ValueError, "actions has 5 rows"),
+        (np.zeros((20, 5)), TypeError, "dict of transition arrays"),
+    ],
+)
+def test_agent_bad_fit_input_is_named(data, error, match):
+    with pytest.raises(error, match=match):
+        MOQuantileAgent(n_rounds=1, n_epochs=1).fit(data)
+
+
+def test_agent_refuses_a_scalar_reward_environment():
+    gym = pytest.importorskip("gymnasium")
+    with pytest.raises(ValueError, match="vector rewards"):
+        MOQuantileAgent(n_rounds=1).fit(gym.make("FrozenLake-v1"))
