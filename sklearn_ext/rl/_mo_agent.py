@@ -461,7 +461,6 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         context = self._torch_context(
             size=self.buffer_size * self.n_quantiles, min_size=1e7
         )
-        self._context = context
         net = init_parameters(self._build_module(), context.generator)
         net = net.to(device=context.device, dtype=context.dtype)
         optimizer = adam(net.parameters(), lr=self.learning_rate_init)
@@ -504,7 +503,6 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         self.n_iter_ = self.n_rounds
         self.module_ = net.to("cpu").eval()
         self._record_device(context)
-        del self._context
         return self
 
     def _epsilon_greedy(self, net, context, eps, rng):
