@@ -165,12 +165,15 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Stop when the epoch loss has not improved by ``tol`` for
         ``n_iter_no_change`` epochs.
     n_iter_no_change : int, default=10
+        Epochs without improvement that stop training.
     warm_start : bool, default=False
         Continue the fitted network (and its optimiser) on the next ``fit``.
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the shuffling and the levels drawn.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+        Where to train; "auto" takes CUDA when available.
     verbose : int, default=0
+        ``>= 1`` shows a progress bar.
 
     Attributes
     ----------
@@ -289,7 +292,9 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Feature rows.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets; a 1-D ``y`` is the single-output case.
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the loss.
 
@@ -394,6 +399,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Feature rows.
 
         Returns
         -------
@@ -410,6 +416,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Feature rows.
         taus : array-like of shape (n_taus, n_outputs)
             Points of the open unit cube: ``taus[j, k]`` is the level of
             output k, conditional on the outputs before it taking their
@@ -418,6 +425,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Returns
         -------
         quantiles : ndarray of shape (n_samples, n_taus, n_outputs)
+            The KR map of each row at each level.
         """
         X = self._check_X(X)
         taus = check_taus(taus, self.n_outputs_)
@@ -431,12 +439,16 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Feature rows.
         n_draws : int, default=100
+            Draws per row.
         random_state : int, RandomState instance or None, default=None
+            Seeds the uniform levels.
 
         Returns
         -------
         draws : ndarray of shape (n_samples, n_draws, n_outputs)
+            Draws of y given each row.
         """
         X = self._check_X(X)
         if not isinstance(n_draws, Integral) or n_draws < 1:
@@ -455,6 +467,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Feature rows.
         measure : {"cvar", "expectation"}, default="cvar"
             ``"cvar"``: mean of the lowest ``alpha`` fraction of
             ``weights @ y`` under the joint law (higher outputs are better);
@@ -464,10 +477,12 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         weights : array-like of shape (n_outputs,), default=None
             Non-negative output weights; equal weights by default.
         n_draws : int, default=512
+            Points of the Sobol set.
 
         Returns
         -------
         risk : ndarray of shape (n_samples,)
+            Higher is better.
         """
         X = self._check_X(X)
         if measure not in RISK_MEASURES:

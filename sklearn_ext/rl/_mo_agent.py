@@ -167,6 +167,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     ordering : {"transformer", "fixed"}, default="transformer"
         The KR networks' form, see :class:`KRQuantileRegressor`.
     n_critics : int, default=2
+        Critics whose target draws are pooled.
     drop_top : int, default=1
         Target draws dropped per critic (MO-TQC); 0 turns truncation off.
     n_quantiles : int, default=16
@@ -177,23 +178,32 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     gamma : float, default=0.9
         Discount factor in [0, 1).
     embedding_dim : int, default=32
+        Cosines in the embedding of a quantile level.
     hidden : int, default=64
+        Width of every layer.
     n_rounds : int, default=30
         Fitted distributional iterations (online: collection rounds).
     n_episodes_per_round : int, default=8
+        Episodes collected per online round.
     n_epochs : int, default=2
         Epochs over the buffer per round.
     batch_size : int, default=128
+        Transitions per minibatch.
     learning_rate_init : float, default=1e-3
         Adam's step size; one optimiser is kept across rounds.
     epsilon : float, default=1.0
         Exploration rate of the first round (all random by default), decaying
         linearly to ``epsilon / 20`` in the last.
     max_episode_steps : int, default=200
+        Cap on an episode's length.
     buffer_size : int, default=10000
+        Most recent transitions kept online.
     random_state : int, RandomState instance or None, default=None
+        Seeds the weights, the exploration, the levels and the resets.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+        Where to train; "auto" takes CUDA for large buffers.
     verbose : int, default=0
+        ``>= 1`` shows a progress bar for each round's epochs.
 
     Attributes
     ----------
@@ -606,6 +616,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             device=context.device,
             estimator_name=type(self).__name__,
             phase="fitted distributional iteration",
+            verbose=self.verbose,
             warn_at_max_iter=False,
         )
         return result.loss_curve[-1]
@@ -643,6 +654,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         Returns
         -------
         risk : ndarray of shape (n_observations, n_actions)
+            Higher is better.
         """
         draws = self._draws(X, kr_taus(4 * self.n_quantiles, self.n_objectives_))
         return vector_risk_of_draws(draws, self.risk, self.alpha, self.weights)
@@ -653,15 +665,17 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_observations, ...)
+            Observations.
 
         Returns
         -------
         actions : ndarray of shape (n_observations,)
+            The action of highest vector-risk at each observation.
         """
         return self.risk_values(X).argmax(1)
 
     def sample_returns(self, X, actions, n_draws=64, random_state=None):
-        """Draws of the return vector of taking ``actions`` at ``X``.
+        """Draw the return vector of taking ``actions`` at ``X``.
 
         Every critic is pushed through the same uniform levels; their draws
         are pooled.
@@ -669,14 +683,18 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_observations, ...)
+            Observations.
         actions : array-like of shape (n_observations,)
+            One action per observation.
         n_draws : int, default=64
             Levels per critic.
         random_state : int, RandomState instance or None, default=None
+            Seeds the uniform levels.
 
         Returns
         -------
         draws : ndarray of shape (n_observations, n_critics * n_draws, n_objectives)
+            Pooled draws of the critics.
         """
         rng = check_random_state(random_state)
         taus = rng.uniform(1e-6, 1 - 1e-6, (n_draws, self.n_objectives_))
@@ -708,6 +726,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         y : None
             Ignored.
         n_episodes : int, default=100
+            Evaluation episodes.
         random_state : int, default=0
             Seeds the episodes' resets.
 
