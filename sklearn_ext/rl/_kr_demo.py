@@ -63,7 +63,7 @@ def energy_score(draws, y):
 def regressor_demo(cls):
     from sklearn.linear_model import Ridge
 
-    X, Y = sign_switch_copula(1500, random_state=0)
+    X, Y = sign_switch_copula(1000, random_state=0)
     Xt, Yt = sign_switch_copula(300, random_state=1)
     draws = cls(random_state=0).fit(X, Y).sample(Xt, n_draws=100, random_state=0)
     ridge = Ridge().fit(X, Y)
@@ -71,8 +71,8 @@ def regressor_demo(cls):
     pick = np.random.default_rng(0).integers(0, len(X), 100)
     base = ridge.predict(Xt)[:, None, :] + residuals[pick][None]
     return {
-        "data": "two outputs whose correlation flips sign with a feature (1500/300)",
-        "metric": "held-out energy score of 100 joint draws (lower is better)",
+        "data": "two outputs whose correlation flips sign with a feature (1000/300)",
+        "metric": "held-out energy score of 100 joint draws",
         "score": energy_score(draws, Yt),
         "baseline": "Ridge + bootstrap of its joint residuals",
         "baseline_score": energy_score(base, Yt),

@@ -184,7 +184,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
     n_iter_ : int
     device_ : str
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Only when ``X`` has string column names.
 
     See Also
