@@ -641,7 +641,11 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             t = torch.as_tensor(taus, dtype=batch.dtype, device=batch.device)
             return net.draws(batch, t)
 
-        return self._predict_batches(forward, self._features(X), batch_size=256)
+        # Observations repeat (grid worlds, many episodes in the same state):
+        # each distinct one is evaluated once.
+        distinct, inverse = np.unique(self._features(X), axis=0, return_inverse=True)
+        draws = self._predict_batches(forward, distinct, batch_size=256)
+        return draws[inverse.reshape(-1)]
 
     def risk_values(self, X):
         """Vector-risk of every action's return law at each observation.
