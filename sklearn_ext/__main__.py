@@ -97,9 +97,19 @@ def cmd_demo(args):
     rows = []
     selected = list(_select(args.name))
     # The demos are independent: run them in worker processes (joblib gives
-    # each worker its share of the cores), and report them in order.
+    # each worker its share of the cores), and report them in order. The
+    # longest start first (a class's ``_demo_seconds``, its demo's measured
+    # time on one core, default 10), so that no long demo starts last and
+    # runs on alone.
     jobs = max(1, min(args.jobs, len(selected)))
-    results = Parallel(n_jobs=jobs)(delayed(run_demo)(cls) for _, cls in selected)
+    order = sorted(
+        range(len(selected)),
+        key=lambda i: -getattr(selected[i][1], "_demo_seconds", 10.0),
+    )
+    done = Parallel(n_jobs=jobs)(delayed(run_demo)(selected[i][1]) for i in order)
+    results = [None] * len(selected)
+    for i, r in zip(order, done):
+        results[i] = r
     for (name, _), r in zip(selected, results):
         direction = "higher" if r["greater_is_better"] else "lower"
         rows.append(

@@ -530,6 +530,8 @@ class SheafADMMSudokuSolver(_CellAgentsSolver):
         # 9 x 9-sized work per step: 4 x 4 puzzles in large batches.
         return {"batch_size": 512, "max_iter": 3}, 4000
 
+    _demo_seconds = 22  # one core; orders `make demo` (longest first)
+
     @classmethod
     def _demo(cls):
         from sklearn_ext.datasets import make_sudoku
@@ -764,6 +766,8 @@ class SheafADMMMazeSolver(_CellAgentsSolver):
     @classmethod
     def _gpu_check_params(cls):
         return {"batch_size": 512, "max_iter": 3}, 4000
+
+    _demo_seconds = 50  # one core; orders `make demo` (longest first)
 
     @classmethod
     def _demo(cls):

@@ -467,6 +467,8 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
             "device": "cpu",
         }
 
+    _demo_seconds = 15  # one core; orders `make demo` (longest first)
+
     @classmethod
     def _demo(cls):
         from sklearn.datasets import load_digits

@@ -794,6 +794,8 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         # About 1e5 users x items interactions over three behaviours.
         return {"n_components": 64, "behaviors": 3, "max_iter": 5}, 20_000
 
+    _demo_seconds = 13  # one core; orders `make demo` (longest first)
+
     @classmethod
     def _demo(cls):
         """Leave-one-out NDCG@10 on generated view/cart/buy data, 30% noise.

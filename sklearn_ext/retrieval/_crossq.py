@@ -466,6 +466,8 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = []
         return tags
 
+    _demo_seconds = 24  # one core; orders `make demo` (longest first)
+
     @classmethod
     def _demo(cls):
         """Docstring retrieval at 4 B/token: CrossQ vs a k-means product quantiser.

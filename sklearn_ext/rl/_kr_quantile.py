@@ -153,7 +153,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         and relabelling the outputs changes nothing but the labels.
         ``"fixed"``: a separate network per output, fed the earlier outputs as
         a vector in the KR order.
-    n_taus : int, default=8
+    n_taus : int, default=4
         Quantile levels drawn per sample and training step.
     batch_size : int or "auto", default="auto"
         ``min(200, n_samples)`` when "auto".
@@ -239,7 +239,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         embedding_dim=32,
         hidden=64,
         ordering="transformer",
-        n_taus=8,
+        n_taus=4,
         batch_size="auto",
         learning_rate_init=1e-3,
         max_iter=300,
@@ -304,7 +304,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
             Fitted estimator.
         """
         torch = import_torch()
-        from sklearn_ext.rl._kr_quantile_nn import quantile_huber_loss
+        from sklearn_ext.rl._kr_quantile_nn import quantile_huber_loss, random_ranks
 
         warm = self.warm_start and hasattr(self, "module_")
         X, y = validate_data(
@@ -364,7 +364,12 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
             tau = torch.rand(len(x), d, generator=context.generator).to(
                 device=x.device, dtype=x.dtype
             )
-            per = quantile_huber_loss(target, net(x, tau, target), tau, KAPPA)
+            rank = None
+            if self.ordering == "transformer":
+                # A random KR order per row and level: one network learns the
+                # conditionals of every order (no positional encoding).
+                rank = random_ranks(len(x), d, context.generator, x.device)
+            per = quantile_huber_loss(target, net(x, tau, target, rank), tau, KAPPA)
             per_sample = per.sum(1).reshape(-1, m).mean(1)
             return weighted_mean(per_sample, None if w is None else w[idx])
 
@@ -374,15 +379,28 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
 
     # --- inference -----------------------------------------------------------
 
-    def _kr_map(self, X, taus):
-        """KR quantiles of every row at every level: (n_samples, n_taus, d)."""
+    def _kr_map(self, X, taus, mix_orders=False):
+        """KR quantiles of every row at every level: (n_samples, n_taus, d).
+
+        ``mix_orders``: with ``ordering="transformer"``, the levels are
+        shared out in blocks among the KR orders (see ``cycled_ranks``), so
+        that draws average over the orders; otherwise the order is
+        ``0, 1, ..., d-1``.
+        """
         torch = import_torch()
+        from sklearn_ext.rl._kr_quantile_nn import cycled_ranks
+
         n_taus = len(taus)
+        mix = mix_orders and self.ordering == "transformer"
 
         def forward(net, batch):
             tau = torch.as_tensor(taus, dtype=batch.dtype, device=batch.device)
             x = batch.repeat_interleave(n_taus, dim=0)
-            out = net.kr_map(x, tau.repeat(len(batch), 1))
+            rank = None
+            if mix:
+                rank = cycled_ranks(n_taus, tau.shape[1], batch.device)
+                rank = rank.repeat(len(batch), 1)
+            out = net.kr_map(x, tau.repeat(len(batch), 1), rank)
             return out.reshape(len(batch), n_taus, -1)
 
         X = (X - self._x_mean) / self._x_std
@@ -455,7 +473,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
             raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}.")
         rng = check_random_state(random_state)
         taus = rng.uniform(1e-6, 1 - 1e-6, size=(n_draws, self.n_outputs_))
-        return self._kr_map(X, taus)
+        return self._kr_map(X, taus, mix_orders=True)
 
     def vector_risk(self, X, measure="cvar", alpha=0.1, weights=None, n_draws=512):
         """Vector-risk of the conditional law of y given each row.
@@ -492,7 +510,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         if not isinstance(alpha, Real) or not 0 < alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1]; got {alpha!r}.")
         _check_weights(weights, self.n_outputs_)
-        draws = self._kr_map(X, kr_taus(n_draws, self.n_outputs_))
+        draws = self._kr_map(X, kr_taus(n_draws, self.n_outputs_), mix_orders=True)
         return vector_risk_of_draws(draws, measure, alpha, weights)
 
     @classmethod

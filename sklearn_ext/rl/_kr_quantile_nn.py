@@ -18,12 +18,13 @@ outputs therefore learns the joint law, dependence included. It is IQN
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import itertools
 import math
 
 import torch
 from torch import nn
 
-__all__ = ["KRQuantileNet", "quantile_huber_loss"]
+__all__ = ["KRQuantileNet", "cycled_ranks", "quantile_huber_loss", "random_ranks"]
 
 
 def quantile_huber_loss(target, quantile, tau, kappa):
@@ -39,6 +40,35 @@ def quantile_huber_loss(target, quantile, tau, kappa):
     a = u.abs()
     huber = torch.where(a <= kappa, 0.5 * u * u / kappa, a - 0.5 * kappa)
     return weight * huber
+
+
+def random_ranks(n, d, generator, device=None):
+    """``n`` uniform random KR orders of ``d`` outputs, as ranks (n, d).
+
+    ``rank[i, k]`` is the position of output ``k`` in row ``i``'s order.
+    """
+    order = torch.rand(n, d, generator=generator).argsort(dim=1)
+    return order.argsort(dim=1).to(device)
+
+
+def cycled_ranks(m, d, device=None):
+    """Ranks (m, d) that share ``m`` levels out among the KR orders of ``d`` outputs.
+
+    When ``d! <= m``, the levels come in ``d!`` consecutive blocks of (near)
+    equal size, block ``i`` taking the ``i``-th order in lexicographic order
+    (the first is ``0, 1, ..., d-1``); beyond that, orders drawn with a fixed
+    seed. Blocks, not ``j mod d!``: consecutive points of a Sobol sequence
+    alternate between halves of the cube, so a residue class of its indices
+    is not spread over the cube, while a block of consecutive points is.
+    """
+    if math.factorial(d) <= m:
+        orders = torch.tensor(list(itertools.permutations(range(d))))
+        order = orders[torch.arange(m) * len(orders) // m]
+    else:
+        gen = torch.Generator().manual_seed(0)
+        order = torch.rand(m, d, generator=gen).argsort(dim=1)
+        order[0] = torch.arange(d)
+    return order.argsort(dim=1).to(device)
 
 
 class CosineEmbedding(nn.Module):
@@ -75,7 +105,8 @@ class KRQuantileNet(nn.Module):
         value plus the output's identity embedding). The earlier outputs are a
         set, not a sequence, so relabelling the outputs relabels the tokens
         and nothing else: the order enters only through which outputs are
-        visible (the causal mask).
+        visible (the mask). The mask may differ per row (``rank``), so one
+        network can learn the KR maps of every order of the outputs.
     conditional : bool, default=True
         False hides every earlier output: the outputs' quantiles become
         independent given the context (the per-output baseline).
@@ -140,7 +171,16 @@ class KRQuantileNet(nn.Module):
             values = torch.rand(param.shape, generator=generator) * (2 * bound) - bound
             param.copy_(values.to(dtype=param.dtype))
 
-    def forward(self, context, tau, y):
+    def _visible(self, rank):
+        """Float mask [k, j] (or [b, k, j]): 1 where output k sees output j."""
+        if rank is None:
+            return self.visible
+        if self.ordering == "fixed":
+            raise ValueError("ordering='fixed' has one KR order: rank must be None.")
+        visible = (rank[:, None, :] < rank[:, :, None]).to(self.visible.dtype)
+        return visible if self.conditional else torch.zeros_like(visible)
+
+    def forward(self, context, tau, y, rank=None):
         """Quantile of output k at ``tau[:, k]`` given the outputs before k in ``y``.
 
         Parameters
@@ -148,15 +188,21 @@ class KRQuantileNet(nn.Module):
         context : Tensor of shape (batch, context_dim)
         tau : Tensor of shape (batch, d)
         y : Tensor of shape (batch, d)
-            Realisations of the outputs; output k sees only ``y[:, :k]``.
+            Realisations of the outputs; output k sees only the outputs
+            before it.
+        rank : LongTensor of shape (batch, d), optional
+            Position of each output in each row's KR order (a permutation of
+            ``0..d-1``); None is the order ``0, 1, ..., d-1`` for every row.
+            Only ``ordering="transformer"`` takes one.
 
         Returns
         -------
         Tensor of shape (batch, d)
         """
         phi = self.tau_embedding(tau)  # (B, d, H)
+        visible = self._visible(rank)  # (d, d) or (B, d, d)
         if self.ordering == "fixed":
-            seen = y[:, None, :] * self.visible  # (B, d, d)
+            seen = y[:, None, :] * visible  # (B, d, d)
             ctx = context[:, None, :].expand(-1, self.n_outputs, -1)
             h = torch.einsum("bki,kih->bkh", torch.cat([ctx, seen], dim=2), self.w_in)
             h = torch.relu(h + self.b_in) * phi
@@ -167,10 +213,10 @@ class KRQuantileNet(nn.Module):
         keys = torch.cat([c, self.value_token(y[..., None]) + ident], dim=1)
         query = ident + phi + c  # (B, d, H)
         # Boolean mask, True where attention is not allowed: the context token
-        # is always visible, output j to output k only when j < k.
-        blocked = (
-            torch.cat([torch.zeros_like(self.visible[:, :1]), self.visible], dim=1) == 0
-        )
+        # is always visible, output j to output k only when j comes first.
+        blocked = torch.cat([torch.ones_like(visible[..., :1]), visible], -1) == 0
+        if blocked.dim() == 3:
+            blocked = blocked.repeat_interleave(self.attention.num_heads, dim=0)
         attended, _ = self.attention(
             query, keys, keys, attn_mask=blocked, need_weights=False
         )
@@ -178,25 +224,37 @@ class KRQuantileNet(nn.Module):
         h = self.norm2(h + self.feedforward(h))
         return self.head(h * phi)[..., 0]
 
-    def kr_map(self, context, tau):
+    def kr_map(self, context, tau, rank=None):
         """Push ``tau`` through the KR map: one output at a time.
 
         Parameters
         ----------
         context : Tensor of shape (batch, context_dim)
         tau : Tensor of shape (batch, d)
+        rank : LongTensor of shape (batch, d), optional
+            Each row's KR order, as in :meth:`forward`.
 
         Returns
         -------
         Tensor of shape (batch, d)
         """
         y = torch.zeros_like(tau)
-        for k in range(self.n_outputs):
-            q = self.forward(context, tau, y)[:, k]
-            y = torch.cat([y[:, :k], q[:, None], y[:, k + 1 :]], dim=1)
-            if not self.conditional:
-                # Nothing is conditioned on: one pass gives every output.
-                return self.forward(context, tau, y)
+        if not self.conditional:
+            # Nothing is conditioned on: one pass gives every output.
+            return self.forward(context, tau, y)
+        for position in range(self.n_outputs):
+            q = self.forward(context, tau, y, rank)
+            if rank is None:
+                y = torch.cat(
+                    [
+                        y[:, :position],
+                        q[:, position : position + 1],
+                        y[:, position + 1 :],
+                    ],
+                    dim=1,
+                )
+            else:
+                y = torch.where(rank == position, q, y)
         return y
 
 
@@ -213,11 +271,11 @@ class KRRegressorNet(nn.Module):
         )
         self.kr = KRQuantileNet(hidden, n_outputs, embedding_dim, hidden, ordering)
 
-    def forward(self, X, tau, y):
-        return self.kr(self.encoder(X), tau, y)
+    def forward(self, X, tau, y, rank=None):
+        return self.kr(self.encoder(X), tau, y, rank)
 
-    def kr_map(self, X, tau):
-        return self.kr.kr_map(self.encoder(X), tau)
+    def kr_map(self, X, tau, rank=None):
+        return self.kr.kr_map(self.encoder(X), tau, rank)
 
 
 class MOCriticNet(nn.Module):
@@ -255,13 +313,15 @@ class MOCriticEnsemble(nn.Module):
         super().__init__()
         self.critics = nn.ModuleList(MOCriticNet(*args) for _ in range(n_critics))
 
-    def draws(self, obs, taus):
+    def draws(self, obs, taus, ranks=None):
         """Return-vector draws of every action at the levels ``taus``.
 
         Parameters
         ----------
         obs : Tensor of shape (batch, obs_dim)
         taus : Tensor of shape (m, d)
+        ranks : LongTensor of shape (m, d), optional
+            The KR order of each level (see :meth:`KRQuantileNet.forward`).
 
         Returns
         -------
@@ -275,6 +335,7 @@ class MOCriticEnsemble(nn.Module):
         out = []
         for critic in self.critics:
             ctx = critic.context(rows, actions).repeat_interleave(m, dim=0)
-            y = critic.kr.kr_map(ctx, taus.repeat(batch * n_actions, 1))
+            rank = None if ranks is None else ranks.repeat(batch * n_actions, 1)
+            y = critic.kr.kr_map(ctx, taus.repeat(batch * n_actions, 1), rank)
             out.append(y.reshape(batch, n_actions, m, -1))
         return torch.cat(out, dim=2)
