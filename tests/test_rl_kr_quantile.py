@@ -78,6 +78,42 @@ def test_vector_risk_separates_dependence_that_the_marginals_hide():
     assert abs(mean[0] - mean[1]) < 0.15
 
 
+def test_transformer_kr_cvar_does_not_depend_on_the_output_order():
+    # y2 = 3 (0.9 y1 + 0.44 e): the KR vector CVaR of the order (y1, y2) is
+    # -4.40 and of (y2, y1) -3.81 (alpha 0.1, equal weights). A network with
+    # one order inherits the gap; the transformer, trained on every order and
+    # averaging over them, does not.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (1500, 1))
+    z = rng.normal(size=(1500, 2))
+    Y = np.column_stack([z[:, 0], 3 * (0.9 * z[:, 0] + 0.436 * z[:, 1])])
+    gaps = {}
+    for ordering in ("transformer", "fixed"):
+        model = KRQuantileRegressor(ordering=ordering, max_iter=100, random_state=0)
+        risks = [
+            clone(model).fit(X, Yo).vector_risk([[0.0]], "kr_cvar", 0.1)[0]
+            for Yo in (Y, Y[:, ::-1])
+        ]
+        gaps[ordering] = abs(risks[0] - risks[1])
+    assert gaps["fixed"] > 0.3
+    assert gaps["transformer"] < 0.5 * gaps["fixed"]
+
+
+def test_cycled_ranks_give_each_order_a_block_of_the_sobol_set():
+    from sklearn_ext.rl._kr_quantile import kr_taus
+    from sklearn_ext.rl._kr_quantile_nn import cycled_ranks
+
+    ranks = cycled_ranks(8, 2).numpy()
+    np.testing.assert_array_equal(ranks[:4], [[0, 1]] * 4)
+    np.testing.assert_array_equal(ranks[4:], [[1, 0]] * 4)
+    # Each block of a Sobol set covers the cube (every point of index j mod 2
+    # would sit in one half of it).
+    taus = kr_taus(64, 2)
+    for block in (taus[:32], taus[32:]):
+        assert np.histogram(block[:, 0], bins=4, range=(0, 1))[0].min() >= 6
+    assert len(np.unique(cycled_ranks(24, 3).numpy(), axis=0)) == 6
+
+
 def test_vector_risk_of_draws_follows_its_definition():
     draws = np.array([[[0.0, 2.0], [1.0, 1.0], [-4.0, 0.0], [3.0, 3.0]]])
     # Equal weights: scalars 1, 1, -2, 3; the lowest half is {-2, 1}.
@@ -153,8 +189,13 @@ def test_joint_cvar_agent_picks_the_diversified_arm_and_marginals_cannot():
     assert kr.predict([0])[0] == 1
     assert independent.predict([0])[0] == 0
     assert neutral.predict([0])[0] == 0
-    gap = kr.risk_values([0])[0]
-    assert gap[1] - gap[0] > 0.1
+    risk = kr.risk_values([0])[0]
+    assert risk[1] - risk[0] > 0.1
+    # The tails are learned, not shrunk to the centre: the critics' CVaR is
+    # near the exact values, and the law of each objective has spread 1.
+    np.testing.assert_allclose(risk, [0.2 - 1.271, -0.899], atol=0.2)
+    draws = kr.sample_returns([0, 0], [0, 1], n_draws=1000, random_state=0)
+    np.testing.assert_allclose(draws.std(axis=1), 1.0, atol=0.12)
 
 
 def test_truncation_lowers_the_bootstrapped_value():

@@ -486,10 +486,18 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         ----------
         X : array-like of shape (n_samples, n_features)
             Feature rows.
-        measure : {"cvar", "expectation"}, default="cvar"
+        measure : {"cvar", "expectation", "kr_cvar"}, default="cvar"
             ``"cvar"``: mean of the lowest ``alpha`` fraction of
             ``weights @ y`` under the joint law (higher outputs are better);
-            ``"expectation"``: ``weights @ E[y | X]``.
+            ``"expectation"``: ``weights @ E[y | X]``. ``"kr_cvar"``: the KR
+            vector CVaR, ``weights`` times the mean of the KR map over the
+            corner ``(0, alpha]^d`` of the cube (output 1 in its lower
+            ``alpha`` tail, output 2 in its lower tail given output 1, and
+            so on). It depends on the KR order: ``ordering="fixed"`` gives the
+            value of the order of the columns of ``y``, so relabelling the
+            outputs changes it; ``ordering="transformer"`` averages it over
+            every order (the corner's Sobol points are shared out among
+            them), so relabelling the outputs leaves it unchanged.
         alpha : float, default=0.1
             Tail fraction, in (0, 1].
         weights : array-like of shape (n_outputs,), default=None
@@ -503,14 +511,17 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
             Higher is better.
         """
         X = self._check_X(X)
-        if measure not in RISK_MEASURES:
-            raise ValueError(
-                f"measure must be one of {RISK_MEASURES}; got {measure!r}."
-            )
+        measures = (*RISK_MEASURES, "kr_cvar")
+        if measure not in measures:
+            raise ValueError(f"measure must be one of {measures}; got {measure!r}.")
         if not isinstance(alpha, Real) or not 0 < alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1]; got {alpha!r}.")
-        _check_weights(weights, self.n_outputs_)
-        draws = self._kr_map(X, kr_taus(n_draws, self.n_outputs_), mix_orders=True)
+        w = _check_weights(weights, self.n_outputs_)
+        taus = kr_taus(n_draws, self.n_outputs_)
+        if measure == "kr_cvar":
+            corner = self._kr_map(X, alpha * taus, mix_orders=True)
+            return corner.mean(1) @ w
+        draws = self._kr_map(X, taus, mix_orders=True)
         return vector_risk_of_draws(draws, measure, alpha, weights)
 
     @classmethod
