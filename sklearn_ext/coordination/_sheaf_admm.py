@@ -6,6 +6,7 @@
 import copy
 import math
 from numbers import Integral, Real
+from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -291,6 +292,10 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         rows = to_tensor(X, dtype=context.dtype, device=context.device)
         index = torch.tensor(self.patches_, device=context.device)
         return rows[:, index]
+
+    def _unlearning_inputs(self, X, *, device, dtype):
+        """``module_``'s input for raw rows ``X`` (the unlearning protocol)."""
+        return self._patches(X, SimpleNamespace(device=device, dtype=dtype))
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):

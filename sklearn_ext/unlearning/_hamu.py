@@ -1,0 +1,173 @@
+"""HAMUUnlearner: constrained unlearning steps on a fitted torch classifier.
+
+Work in progress for issue 28: not exported yet (no benchmark, no common
+checks). The protocol a base classifier follows: after ``fit`` it has
+``classes_``, a ``module_`` mapping a float tensor of inputs to logits over
+``classes_``, and ``_unlearning_inputs(X, device, dtype)`` building that
+tensor from raw rows (its preprocessing applied).
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from sklearn_ext.unlearning._hamu_update import hamu_step
+from sklearn_ext.utils._torch import import_torch, make_generator
+
+METHODS = ("hamu", "gradient_ascent", "neggrad_plus")
+
+
+class HAMUUnlearner(ClassifierMixin, BaseEstimator):
+    """Unlearn a forget set from a fitted torch classifier (HAMU).
+
+    Parameters
+    ----------
+    estimator : classifier
+        A torch-backed classifier of this package that follows the
+        unlearning protocol (see the module docstring).
+    method : {"hamu", "gradient_ascent", "neggrad_plus"}, default="hamu"
+        ``"hamu"``: each step solves the constrained subproblem of
+        :func:`~sklearn_ext.unlearning.hamu_step` (forget loss up by
+        ``forget_improvement`` to first order, least retain cost, step norm at
+        most ``step_size`` times the retain gradient's norm).
+        ``"gradient_ascent"``: ``step_size`` times the forget gradient.
+        ``"neggrad_plus"``: ``step_size`` times ``g_f - g_r``.
+    forget_improvement : float, default=0.5
+        The first-order rise of the mean forget cross-entropy each HAMU step
+        guarantees, as a fraction of the largest rise any step of the
+        trust region reaches (``c = forget_improvement * R * ||g_f||``), so
+        that the guarantee scales with the gradients.
+    step_size : float, default=0.1
+        The HAMU trust-region radius ``R`` (a distance in parameter space):
+        every step moves the parameters by at most this much. Not scaled by
+        a gradient norm: at a converged model both gradients are near zero,
+        and a radius proportional to them would not move. For the baselines,
+        the learning rate of their gradient step.
+    max_steps : int, default=100
+        Steps of unlearning at most.
+    batch_size : int, default=256
+        Forget and retain rows per step (paired in time).
+    stop_on_infeasible : bool, default=True
+        Stop at the first step where degradation of the retain loss is
+        unavoidable (``hamu_step(...).degradation_unavoidable``).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the batches.
+    """
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        method="hamu",
+        forget_improvement=0.5,
+        step_size=0.1,
+        max_steps=100,
+        batch_size=256,
+        stop_on_infeasible=True,
+        random_state=None,
+    ):
+        self.estimator = estimator
+        self.method = method
+        self.forget_improvement = forget_improvement
+        self.step_size = step_size
+        self.max_steps = max_steps
+        self.batch_size = batch_size
+        self.stop_on_infeasible = stop_on_infeasible
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Train a clone of ``estimator`` on all the data."""
+        self.estimator_ = clone(self.estimator).fit(X, y)
+        self.classes_ = self.estimator_.classes_
+        self.n_features_in_ = self.estimator_.n_features_in_
+        return self
+
+    def _gradients(self, params, loss):
+        torch = import_torch()
+        grads = torch.autograd.grad(loss, params)
+        return torch.cat([g.reshape(-1) for g in grads])
+
+    def unlearn(self, X_forget, y_forget, X_retain, y_retain):
+        """Run the unlearning steps; record ``history_`` and ``hardness_``."""
+        torch = import_torch()
+        check_is_fitted(self, "estimator_")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}.")
+        Xf = validate_data(self, X_forget, dtype=np.float64, reset=False)
+        Xr = validate_data(self, X_retain, dtype=np.float64, reset=False)
+        if len(Xf) == 0:
+            raise ValueError("the forget set is empty.")
+        base = self.estimator_
+        net = base.module_
+        params = [p for p in net.parameters() if p.requires_grad]
+        device, dtype = params[0].device, params[0].dtype
+        index = {c: i for i, c in enumerate(self.classes_)}
+        try:
+            yf = torch.tensor([index[v] for v in np.asarray(y_forget)], device=device)
+            yr = torch.tensor([index[v] for v in np.asarray(y_retain)], device=device)
+        except KeyError as err:
+            raise ValueError(
+                f"label {err.args[0]!r} is not among the classes seen in fit."
+            ) from None
+        inputs_f = base._unlearning_inputs(Xf, device=device, dtype=dtype)
+        inputs_r = base._unlearning_inputs(Xr, device=device, dtype=dtype)
+        ce = torch.nn.CrossEntropyLoss()
+        gen = make_generator(self.random_state)
+        history = {
+            "forget_loss": [],
+            "retain_loss": [],
+            "branch": [],
+            "required_rise": [],
+            "batch_forget_rise": [],
+        }
+        self.hardness_, self.stopped_reason_ = [], "max_steps"
+        net.train()
+        for _ in range(self.max_steps):
+            bf = torch.randint(len(Xf), (min(self.batch_size, len(Xf)),), generator=gen)
+            br = torch.randint(len(Xr), (min(self.batch_size, len(Xr)),), generator=gen)
+            bf, br = bf.to(device), br.to(device)
+            loss_f = ce(net(inputs_f[bf]), yf[bf])
+            before = float(loss_f)
+            g_f = self._gradients(params, loss_f)
+            g_r = self._gradients(params, ce(net(inputs_r[br]), yr[br]))
+            if self.method == "hamu":
+                radius = self.step_size
+                # c as a fraction of the largest first-order rise in the ball.
+                reach = radius * float(torch.linalg.vector_norm(g_f))
+                required = self.forget_improvement * reach
+                step = hamu_step(g_r, g_f, required, radius)
+                self.hardness_.append(step.hardness)
+                history["branch"].append(step.branch)
+                if self.stop_on_infeasible and step.degradation_unavoidable:
+                    self.stopped_reason_ = f"degradation unavoidable ({step.branch})"
+                    break
+                delta = step.delta
+                history["required_rise"].append(required)
+            elif self.method == "gradient_ascent":
+                delta = self.step_size * g_f
+            else:
+                delta = self.step_size * (g_f - g_r)
+            with torch.no_grad():
+                flat = torch.nn.utils.parameters_to_vector(params) + delta
+                torch.nn.utils.vector_to_parameters(flat, params)
+            with torch.no_grad():
+                after = float(ce(net(inputs_f[bf]), yf[bf]))
+                history["batch_forget_rise"].append(after - before)
+                history["forget_loss"].append(float(ce(net(inputs_f), yf)))
+                history["retain_loss"].append(float(ce(net(inputs_r), yr)))
+        net.eval()
+        self.history_ = history
+        return self
+
+    def predict_proba(self, X):
+        """Class probabilities of the (unlearned) base classifier."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict_proba(X)
+
+    def predict(self, X):
+        """Classes predicted by the (unlearned) base classifier."""
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict(X)
