@@ -53,6 +53,9 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
     stop_on_infeasible : bool, default=True
         Stop at the first step where degradation of the retain loss is
         unavoidable (``hamu_step(...).degradation_unavoidable``).
+    target_forget_accuracy : float, default=None
+        Stop once the accuracy on the forget set is at most this (e.g. the
+        accuracy a model retrained without the forget set has on it).
     random_state : int, RandomState instance or None, default=None
         Seeds the batches.
     """
@@ -67,6 +70,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         max_steps=100,
         batch_size=256,
         stop_on_infeasible=True,
+        target_forget_accuracy=None,
         random_state=None,
     ):
         self.estimator = estimator
@@ -76,6 +80,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         self.max_steps = max_steps
         self.batch_size = batch_size
         self.stop_on_infeasible = stop_on_infeasible
+        self.target_forget_accuracy = target_forget_accuracy
         self.random_state = random_state
 
     def fit(self, X, y):
@@ -154,10 +159,17 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
                 flat = torch.nn.utils.parameters_to_vector(params) + delta
                 torch.nn.utils.vector_to_parameters(flat, params)
             with torch.no_grad():
+                logits_f = net(inputs_f)
+                forget_acc = float((logits_f.argmax(1) == yf).double().mean())
+                history.setdefault("forget_accuracy", []).append(forget_acc)
                 after = float(ce(net(inputs_f[bf]), yf[bf]))
                 history["batch_forget_rise"].append(after - before)
                 history["forget_loss"].append(float(ce(net(inputs_f), yf)))
                 history["retain_loss"].append(float(ce(net(inputs_r), yr)))
+            target = self.target_forget_accuracy
+            if target is not None and forget_acc <= target:
+                self.stopped_reason_ = "target forget accuracy reached"
+                break
         net.eval()
         self.history_ = history
         return self
@@ -171,3 +183,38 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         """Classes predicted by the (unlearned) base classifier."""
         check_is_fitted(self, "estimator_")
         return self.estimator_.predict(X)
+
+
+def membership_inference_auc(estimator, X_forget, y_forget, X_heldout, y_heldout):
+    """AUC of a loss-threshold membership attack: forget rows against held-out rows.
+
+    The attacker calls a row a member when the model's cross-entropy on it is
+    low. 0.5 means the forget rows look like data the model never saw (the
+    goal of unlearning a random subset); a model that still remembers them
+    scores above 0.5. Forgetting a whole class makes the question ill-posed
+    (held-out rows of that class are also unseen): use random subsets.
+
+    Parameters
+    ----------
+    estimator : classifier
+        Fitted, with ``predict_proba`` and ``classes_``.
+    X_forget, y_forget : array-like
+        The rows that were unlearned and their labels.
+    X_heldout, y_heldout : array-like
+        Rows never trained on, and their labels.
+
+    Returns
+    -------
+    auc : float
+        Area under the ROC curve of the attack.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    def losses(X, y):
+        proba = estimator.predict_proba(X)
+        index = np.searchsorted(estimator.classes_, np.asarray(y))
+        return -np.log(np.clip(proba[np.arange(len(index)), index], 1e-12, None))
+
+    lf, lh = losses(X_forget, y_forget), losses(X_heldout, y_heldout)
+    member = np.r_[np.ones(len(lf)), np.zeros(len(lh))]
+    return float(roc_auc_score(member, -np.r_[lf, lh]))
