@@ -212,8 +212,13 @@ def membership_inference_auc(estimator, X_forget, y_forget, X_heldout, y_heldout
 
     def losses(X, y):
         proba = estimator.predict_proba(X)
-        index = np.searchsorted(estimator.classes_, np.asarray(y))
-        return -np.log(np.clip(proba[np.arange(len(index)), index], 1e-12, None))
+        classes = estimator.classes_
+        y = np.asarray(y)
+        index = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+        p = proba[np.arange(len(y)), index]
+        # A class the model never saw (retrained without it) has probability 0.
+        p = np.where(classes[index] == y, p, 0.0)
+        return -np.log(np.clip(p, 1e-12, None))
 
     lf, lh = losses(X_forget, y_forget), losses(X_heldout, y_heldout)
     member = np.r_[np.ones(len(lf)), np.zeros(len(lh))]
