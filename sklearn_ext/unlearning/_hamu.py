@@ -128,7 +128,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             "required_rise": [],
             "batch_forget_rise": [],
         }
-        self.hardness_, self.stopped_reason_ = [], "max_steps"
+        self.hardness_, self.cosine_, self.stopped_reason_ = [], [], "max_steps"
         net.train()
         for _ in range(self.max_steps):
             bf = torch.randint(len(Xf), (min(self.batch_size, len(Xf)),), generator=gen)
@@ -145,6 +145,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
                 required = self.forget_improvement * reach
                 step = hamu_step(g_r, g_f, required, radius)
                 self.hardness_.append(step.hardness)
+                self.cosine_.append(step.cosine)
                 history["branch"].append(step.branch)
                 if self.stop_on_infeasible and step.degradation_unavoidable:
                     self.stopped_reason_ = f"degradation unavoidable ({step.branch})"
