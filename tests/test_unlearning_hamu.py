@@ -156,3 +156,19 @@ def test_hardness_rises_as_the_forget_set_looks_like_the_retain_set(digits_logis
         u.unlearn(X[mask], y[mask], X[~mask], y[~mask])
         hardness.append(np.mean(u.hardness_))
     assert hardness[0] < hardness[1] < hardness[2]
+
+
+def test_a_random_subset_is_more_similar_to_the_retain_set_than_a_class(
+    digits_logistic,
+):
+    from sklearn_ext.unlearning._hamu import forget_retain_similarity
+
+    X, y, fitted = digits_logistic
+    model = fitted.estimator_
+    one_class = y == 3
+    random = np.random.default_rng(0).random(len(y)) < one_class.mean()
+    sims = [
+        forget_retain_similarity(model, X[m], y[m], X[~m], y[~m])
+        for m in (one_class, random)
+    ]
+    assert sims[1] > sims[0] + 0.3

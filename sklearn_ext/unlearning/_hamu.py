@@ -224,3 +224,65 @@ def membership_inference_auc(estimator, X_forget, y_forget, X_heldout, y_heldout
     lf, lh = losses(X_forget, y_forget), losses(X_heldout, y_heldout)
     member = np.r_[np.ones(len(lf)), np.zeros(len(lh))]
     return float(roc_auc_score(member, -np.r_[lf, lh]))
+
+
+def _per_sample_gradients(estimator, X, y):
+    """Unit per-sample gradients of the cross-entropy: (n_samples, n_params)."""
+    torch = import_torch()
+    from torch.func import functional_call, grad, vmap
+
+    net = estimator.module_
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    dtype = next(iter(params.values())).dtype
+    device = next(iter(params.values())).device
+    inputs = estimator._unlearning_inputs(X, device=device, dtype=dtype)
+    target = torch.as_tensor(
+        np.searchsorted(estimator.classes_, np.asarray(y)), device=device
+    )
+
+    def loss(p, x, t):
+        logits = functional_call(net, p, (x[None],))
+        return torch.nn.functional.cross_entropy(logits, t[None])
+
+    per = vmap(grad(loss), in_dims=(None, 0, 0))(params, inputs, target)
+    flat = torch.cat([g.reshape(len(X), -1) for g in per.values()], dim=1)
+    return torch.nn.functional.normalize(flat, dim=1)
+
+
+def forget_retain_similarity(
+    estimator, X_forget, y_forget, X_retain, y_retain, n_retain=500, random_state=0
+):
+    """Hardness of unlearning as the similarity of forget and retain data.
+
+    For each forget row, the largest cosine between its loss gradient and the
+    loss gradient of a retain row (``n_retain`` retain rows drawn at random),
+    averaged over the forget rows. Near 1: every forget row has a retain
+    "twin" that the model must keep fitting, so forgetting it degrades the
+    retain set. Per-sample gradients, not the two sets' mean gradients: at
+    the trained optimum the total gradient vanishes, so the mean forget and
+    retain gradients point in opposite directions whatever the data.
+
+    Parameters
+    ----------
+    estimator : classifier
+        Fitted; follows the unlearning protocol.
+    X_forget, y_forget : array-like
+        Rows to forget and their labels.
+    X_retain, y_retain : array-like
+        Rows to keep and their labels.
+    n_retain : int, default=500
+        Retain rows compared against.
+    random_state : int, default=0
+        Seeds the choice of retain rows.
+
+    Returns
+    -------
+    similarity : float
+        In [-1, 1]; higher is harder.
+    """
+    rng = np.random.default_rng(random_state)
+    X_retain, y_retain = np.asarray(X_retain), np.asarray(y_retain)
+    pick = rng.choice(len(X_retain), min(n_retain, len(X_retain)), replace=False)
+    gf = _per_sample_gradients(estimator, np.asarray(X_forget), y_forget)
+    gr = _per_sample_gradients(estimator, X_retain[pick], y_retain[pick])
+    return float((gf @ gr.T).max(dim=1).values.mean())
