@@ -172,3 +172,40 @@ def test_a_random_subset_is_more_similar_to_the_retain_set_than_a_class(
         for m in (one_class, random)
     ]
     assert sims[1] > sims[0] + 0.3
+
+
+def test_retain_set_defaults_to_the_training_rows_not_forgotten(digits_logistic):
+    import copy
+
+    X, y, fitted = digits_logistic
+    forget = y == 3
+    u = copy.deepcopy(fitted).set_params(max_steps=3)
+    u.unlearn(X[forget], y[forget])
+    v = copy.deepcopy(fitted).set_params(max_steps=3)
+    v.unlearn(X[forget], y[forget], X[~forget], y[~forget])
+    np.testing.assert_allclose(u.history_["retain_loss"], v.history_["retain_loss"])
+
+
+@pytest.mark.parametrize(
+    "forget, match",
+    [
+        (lambda X, y: (X[:0], y[:0]), "forget set is empty"),
+        (lambda X, y: (X[:5, :10], y[:5]), "10 features"),
+        (lambda X, y: (X[:5], y[:4]), "5 rows but y_forget has 4"),
+        (lambda X, y: (X[:5], np.full(5, 42)), "label 42"),
+        (lambda X, y: (np.full((5, 64), np.nan), y[:5]), "NaN"),
+    ],
+)
+def test_unlearn_bad_input_is_named(digits_logistic, forget, match):
+    X, y, fitted = digits_logistic
+    with pytest.raises(ValueError, match=match):
+        fitted.unlearn(*forget(X, y))
+
+
+def test_an_estimator_without_gradients_is_refused():
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_ext.unlearning._hamu import HAMUUnlearner
+
+    with pytest.raises(TypeError, match="does not expose the gradients"):
+        HAMUUnlearner(LogisticRegression()).fit(np.eye(4), [0, 1, 0, 1])

@@ -10,11 +10,20 @@ tensor from raw rows (its preprocessing applied).
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sklearn_ext.unlearning._hamu_update import hamu_step
+from sklearn_ext.utils._sklearn_compat import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    _fit_context,
+    check_is_fitted,
+    validate_data,
+)
 from sklearn_ext.utils._torch import import_torch, make_generator
 
 METHODS = ("hamu", "gradient_ascent", "neggrad_plus")
@@ -60,6 +69,18 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         Seeds the batches.
     """
 
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit", "predict_proba"])],
+        "method": [StrOptions(set(METHODS))],
+        "forget_improvement": [Interval(Real, 0, 1, closed="right")],
+        "step_size": [Interval(Real, 0, None, closed="neither")],
+        "max_steps": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "stop_on_infeasible": ["boolean"],
+        "target_forget_accuracy": [Interval(Real, 0, 1, closed="both"), None],
+        "random_state": ["random_state"],
+    }
+
     def __init__(
         self,
         estimator,
@@ -83,8 +104,32 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         self.target_forget_accuracy = target_forget_accuracy
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
-        """Train a clone of ``estimator`` on all the data."""
+        """Train a clone of ``estimator`` on all the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (kept: ``unlearn`` retains those not forgotten when
+            no retain set is given).
+        y : array-like of shape (n_samples,)
+            Class labels.
+
+        Returns
+        -------
+        self : HAMUUnlearner
+            Fitted meta-estimator.
+        """
+        if not hasattr(self.estimator, "_unlearning_inputs"):
+            raise TypeError(
+                f"{type(self.estimator).__name__} does not expose the gradients "
+                "HAMU needs: use a torch classifier of sklearn_ext that follows "
+                "the unlearning protocol (e.g. UnlearnableMLPClassifier or "
+                "SheafADMMClassifier)."
+            )
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        self._X_fit, self._y_fit = X, y
         self.estimator_ = clone(self.estimator).fit(X, y)
         self.classes_ = self.estimator_.classes_
         self.n_features_in_ = self.estimator_.n_features_in_
@@ -95,24 +140,66 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         grads = torch.autograd.grad(loss, params)
         return torch.cat([g.reshape(-1) for g in grads])
 
-    def unlearn(self, X_forget, y_forget, X_retain, y_retain):
-        """Run the unlearning steps; record ``history_`` and ``hardness_``."""
+    def unlearn(self, X_forget, y_forget, X_retain=None, y_retain=None):
+        """Run the unlearning steps on the fitted classifier.
+
+        Parameters
+        ----------
+        X_forget : array-like of shape (n_forget, n_features)
+            Rows whose influence is to be removed.
+        y_forget : array-like of shape (n_forget,)
+            Their labels.
+        X_retain : array-like of shape (n_retain, n_features), default=None
+            Rows to keep fitting; None: the rows given to ``fit`` that are
+            not in the forget set (same row and label).
+        y_retain : array-like of shape (n_retain,), default=None
+            Their labels.
+
+        Returns
+        -------
+        self : HAMUUnlearner
+            With ``history_``, ``hardness_``, ``cosine_`` and
+            ``stopped_reason_``.
+        """
         torch = import_torch()
         check_is_fitted(self, "estimator_")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}.")
+        self._validate_params()
+        if np.shape(X_forget)[0] == 0:
+            raise ValueError("the forget set is empty: nothing to unlearn.")
         Xf = validate_data(self, X_forget, dtype=np.float64, reset=False)
+        if len(np.asarray(y_forget)) != len(Xf):
+            raise ValueError(
+                f"X_forget has {len(Xf)} rows but y_forget has "
+                f"{len(np.asarray(y_forget))} labels."
+            )
+        if (X_retain is None) != (y_retain is None):
+            raise ValueError("give both X_retain and y_retain, or neither.")
+        if X_retain is None:
+            forgotten = {
+                (r.tobytes(), v) for r, v in zip(Xf, np.asarray(y_forget).tolist())
+            }
+            keep = np.array(
+                [
+                    (r.tobytes(), v) not in forgotten
+                    for r, v in zip(self._X_fit, self._y_fit.tolist())
+                ]
+            )
+            X_retain, y_retain = self._X_fit[keep], self._y_fit[keep]
         Xr = validate_data(self, X_retain, dtype=np.float64, reset=False)
-        if len(Xf) == 0:
-            raise ValueError("the forget set is empty.")
+        if len(Xr) == 0:
+            raise ValueError("the retain set is empty.")
         base = self.estimator_
         net = base.module_
         params = [p for p in net.parameters() if p.requires_grad]
         device, dtype = params[0].device, params[0].dtype
         index = {c: i for i, c in enumerate(self.classes_)}
         try:
-            yf = torch.tensor([index[v] for v in np.asarray(y_forget)], device=device)
-            yr = torch.tensor([index[v] for v in np.asarray(y_retain)], device=device)
+            yf = torch.tensor(
+                [index[v] for v in np.asarray(y_forget).tolist()], device=device
+            )
+            yr = torch.tensor(
+                [index[v] for v in np.asarray(y_retain).tolist()], device=device
+            )
         except KeyError as err:
             raise ValueError(
                 f"label {err.args[0]!r} is not among the classes seen in fit."
