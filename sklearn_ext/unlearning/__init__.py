@@ -3,6 +3,19 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from sklearn_ext.unlearning._hamu import (
+    HAMUUnlearner,
+    forget_retain_similarity,
+    membership_inference_auc,
+)
 from sklearn_ext.unlearning._hamu_update import HAMUStep, hamu_step
+from sklearn_ext.unlearning._mlp import UnlearnableMLPClassifier
 
-__all__ = ["HAMUStep", "hamu_step"]
+__all__ = [
+    "HAMUStep",
+    "HAMUUnlearner",
+    "UnlearnableMLPClassifier",
+    "forget_retain_similarity",
+    "hamu_step",
+    "membership_inference_auc",
+]

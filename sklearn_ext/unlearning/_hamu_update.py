@@ -50,7 +50,7 @@ BRANCHES = ("infeasible", "direct", "rectified")
 class HAMUStep:
     """One solved HAMU subproblem.
 
-    Attributes
+    Parameters
     ----------
     delta : Tensor of shape (n_params,)
         The parameter change.

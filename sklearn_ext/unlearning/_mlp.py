@@ -1,6 +1,6 @@
 """A plain torch MLP classifier that follows the unlearning protocol.
 
-Work in progress for issue 28 (not exported yet). ``hidden_layer_sizes=()``
+``hidden_layer_sizes=()``
 is multinomial logistic regression: a convex loss, on which HAMU's per-step
 first-order guarantee can be checked.
 """
@@ -58,7 +58,46 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         Seeds the initialisation and the batches.
     verbose : int, default=0
         Print the loss per epoch when positive.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    module_ : torch.nn.Module
+        The network (logits over ``classes_`` from standardised rows).
+    n_iter_ : int
+        Epochs run.
+    loss_curve_ : list of float
+        Training loss per epoch.
+
+    See Also
+    --------
+    HAMUUnlearner : Unlearns a forget set from this classifier.
+
+    References
+    ----------
+    .. [1] J. Chen, X. Niu, R. H. L. Sim, Z. Liu, N. F. Chen and B. K. H. Low,
+       "How Hard Can It Be? Hardness-Aware Multi-Objective Unlearning",
+       ICML 2026, arXiv:2606.02119 (the unlearning protocol it follows).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from sklearn_ext.unlearning import UnlearnableMLPClassifier
+    >>> X, y = load_digits(return_X_y=True)
+    >>> clf = UnlearnableMLPClassifier((32,), max_iter=30, random_state=0)
+    >>> bool(clf.fit(X[:1000], y[:1000]).score(X[1000:], y[1000:]) > 0.85)
+    True
     """
+
+    _paper = "Chen, Niu, Sim, Liu, Chen & Low, ICML 2026 (arXiv:2606.02119)"
+    _bench_name = "hamu"
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "minibatch Adam on shuffled batches: a row repeated twice and a row "
+            "of weight 2 are drawn into different batches"
+        ),
+    }
 
     _parameter_constraints: dict = {
         **TorchMixin._parameter_constraints,
@@ -190,6 +229,27 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
             forward, (X - self._mean) / self._scale, batch_size=4096
         )
 
+    @classmethod
+    def _get_test_params(cls):
+        return {"hidden_layer_sizes": (8,), "max_iter": 20, "device": "cpu"}
+
+    @classmethod
+    def _demo(cls):
+        from sklearn.datasets import load_digits
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.model_selection import train_test_split
+
+        X, y = load_digits(return_X_y=True)
+        X, Xt, y, yt = train_test_split(X, y, test_size=0.3, random_state=0)
+        return {
+            "data": "load_digits, 30% held out",
+            "metric": "accuracy",
+            "score": cls(random_state=0).fit(X, y).score(Xt, yt),
+            "baseline": "LogisticRegression",
+            "baseline_score": LogisticRegression(max_iter=2000).fit(X, y).score(Xt, yt),
+            "greater_is_better": True,
+        }
+
     def predict(self, X):
         """Most probable class of each row.
 
@@ -203,4 +263,5 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         y_pred : ndarray of shape (n_samples,)
             Predicted classes.
         """
+        check_is_fitted(self)
         return self.classes_[self.predict_proba(X).argmax(axis=1)]
