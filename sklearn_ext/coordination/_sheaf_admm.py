@@ -6,7 +6,6 @@
 import copy
 import math
 from numbers import Integral, Real
-from types import SimpleNamespace
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -285,17 +284,17 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
             self.learn_sheaf,
         )
 
-    def _patches(self, X, context):
+    def _patches(self, X, device, dtype):
         """Standardised pixels of each patch: (n, n_agents, patch_pixels)."""
         torch = import_torch()
         X = (X - self._pixel_mean) / self._pixel_std
-        rows = to_tensor(X, dtype=context.dtype, device=context.device)
-        index = torch.tensor(self.patches_, device=context.device)
+        rows = to_tensor(X, dtype=dtype, device=device)
+        index = torch.tensor(self.patches_, device=device)
         return rows[:, index]
 
     def _unlearning_inputs(self, X, *, device, dtype):
         """``module_``'s input for raw rows ``X`` (the unlearning protocol)."""
-        return self._patches(X, SimpleNamespace(device=device, dtype=dtype))
+        return self._patches(X, device, dtype)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -358,7 +357,7 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         else:
             net = module
         net = net.to(device=context.device, dtype=context.dtype).train()
-        patches = self._patches(X, context)
+        patches = self._patches(X, context.device, context.dtype)
         target = torch.as_tensor(y_enc, dtype=torch.long, device=context.device)
         w = self._sample_weight(weights, X, context)
         ce = torch.nn.CrossEntropyLoss(reduction="none")

@@ -242,19 +242,13 @@ class KRQuantileNet(nn.Module):
         if not self.conditional:
             # Nothing is conditioned on: one pass gives every output.
             return self.forward(context, tau, y)
+        # Position p fills the output of rank p (output p in the default order).
+        ranks = (
+            torch.arange(self.n_outputs, device=tau.device) if rank is None else rank
+        )
         for position in range(self.n_outputs):
             q = self.forward(context, tau, y, rank)
-            if rank is None:
-                y = torch.cat(
-                    [
-                        y[:, :position],
-                        q[:, position : position + 1],
-                        y[:, position + 1 :],
-                    ],
-                    dim=1,
-                )
-            else:
-                y = torch.where(rank == position, q, y)
+            y = torch.where(ranks == position, q, y)
         return y
 
 

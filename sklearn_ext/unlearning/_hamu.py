@@ -187,7 +187,9 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
                 "SheafADMMClassifier)."
             )
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
-        self._X_fit, self._y_fit = X, y
+        # Copies: unlearn's default retain set must not follow later edits
+        # of the caller's arrays.
+        self._X_fit, self._y_fit = X.copy(), np.array(y, copy=True)
         self.estimator_ = clone(self.estimator).fit(X, y)
         self.classes_ = self.estimator_.classes_
         self.n_features_in_ = self.estimator_.n_features_in_
@@ -268,6 +270,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         gen = make_generator(self.random_state)
         history = {
             "forget_loss": [],
+            "forget_accuracy": [],
             "retain_loss": [],
             "branch": [],
             "required_rise": [],
@@ -304,13 +307,14 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             with torch.no_grad():
                 flat = torch.nn.utils.parameters_to_vector(params) + delta
                 torch.nn.utils.vector_to_parameters(flat, params)
-            with torch.no_grad():
+                # One pass over the forget set serves the accuracy, the loss
+                # and the batch's realised rise.
                 logits_f = net(inputs_f)
                 forget_acc = float((logits_f.argmax(1) == yf).double().mean())
-                history.setdefault("forget_accuracy", []).append(forget_acc)
-                after = float(ce(net(inputs_f[bf]), yf[bf]))
+                history["forget_accuracy"].append(forget_acc)
+                after = float(ce(logits_f[bf], yf[bf]))
                 history["batch_forget_rise"].append(after - before)
-                history["forget_loss"].append(float(ce(net(inputs_f), yf)))
+                history["forget_loss"].append(float(ce(logits_f, yf)))
                 history["retain_loss"].append(float(ce(net(inputs_r), yr)))
             target = self.target_forget_accuracy
             if target is not None and forget_acc <= target:
