@@ -1,7 +1,5 @@
 """HAMU: constrained unlearning against gradient ascent, NegGrad+ and retraining.
 
-Work in progress for issue 28 (the unlearner is not exported yet).
-
 Parts
 -----
 1. Digits and a generated 5-class set (make_classification, 3000 rows), an

@@ -17,7 +17,9 @@ backend's reference regressor from tests/toy_estimators.py) it
 
 Then ``IPBTSearchCV`` drives ``NBCGClassifier`` on the GPU with forced restarts
 (exploit copies and shrink-and-perturb of device modules, the replay refit, and
-pickling the search to a CPU-only process).
+pickling the search to a CPU-only process), HAMUUnlearner unlearns on the
+device, and TaskVectorTransporter moves a task vector between torch chains
+that live on the device.
 
 ``GPU_CHECK_DRY_RUN=1`` runs the same steps with "cpu" standing in for "cuda"
 and a tenth of the timing size, to try the script on a machine without a GPU.
@@ -291,6 +293,50 @@ def check_unlearning_on_gpu():
     }
 
 
+def check_transfer_on_gpu():
+    """TaskVectorTransporter between torch chains that live on the GPU.
+
+    A two-layer ReLU MLP on the device and a copy with its hidden units
+    permuted: the maps must recover the permutation from activations computed
+    on the device, and the moved model must stay on the device and compute
+    what the fine-tuned source computes.
+    """
+    import copy
+
+    import torch
+
+    from sklearn_ext.transfer import TaskVectorTransporter, task_vector
+
+    g = torch.Generator().manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    )
+    tuned, twin = copy.deepcopy(net), copy.deepcopy(net)
+    perm = torch.randperm(32, generator=g)
+    with torch.no_grad():
+        for p in tuned.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=g))
+        twin[0].weight.copy_(net[0].weight[perm])
+        twin[0].bias.copy_(net[0].bias[perm])
+        twin[2].weight.copy_(net[2].weight[:, perm])
+    net, tuned, twin = (m.to(GPU) for m in (net, tuned, twin))
+    X = torch.randn(400, 8, generator=g).numpy()
+    tr = TaskVectorTransporter().fit(X, source_base=net, target_base=twin)
+    moved = tr.apply(twin, tr.transform(task_vector(tuned, net)))
+    recovered = float(np.mean(tr.maps_[1].argmax(axis=1) == perm.argsort().numpy()))
+    with torch.no_grad():
+        x = torch.as_tensor(X, device=GPU)
+        gap = float((moved(x) - tuned(x)).abs().max())
+    device = str(next(moved.parameters()).device)
+    return {
+        "estimator": "TaskVectorTransporter (torch chains on the device)",
+        "device": device,
+        "units_recovered": recovered,
+        "max_output_gap": gap,
+        "ok": recovered == 1.0 and gap < 1e-3 and device.startswith(GPU),
+    }
+
+
 def main():
     import torch
 
@@ -318,6 +364,7 @@ def main():
     for name, check in (
         ("IPBTSearchCV", check_search_on_gpu),
         ("HAMUUnlearner", check_unlearning_on_gpu),
+        ("TaskVectorTransporter", check_transfer_on_gpu),
         ("IMVC on mfeat", check_imvc_mfeat_defaults),
         ("TGINEE directed", check_tginee_directed_missing),
     ):

@@ -21,6 +21,7 @@ _submodules = [
     "recommendation",
     "retrieval",
     "robust_optimization",
+    "transfer",
     "unlearning",
     "rl",
     "utils",

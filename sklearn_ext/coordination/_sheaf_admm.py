@@ -292,7 +292,7 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         index = torch.tensor(self.patches_, device=device)
         return rows[:, index]
 
-    def _unlearning_inputs(self, X, *, device, dtype):
+    def _module_inputs(self, X, *, device, dtype):
         """``module_``'s input for raw rows ``X`` (the unlearning protocol)."""
         return self._patches(X, device, dtype)
 

@@ -2,7 +2,7 @@
 
 The protocol a base classifier follows: after ``fit`` it has
 ``classes_``, a ``module_`` mapping a float tensor of inputs to logits over
-``classes_``, and ``_unlearning_inputs(X, device, dtype)`` building that
+``classes_``, and ``_module_inputs(X, device, dtype)`` building that
 tensor from raw rows (its preprocessing applied).
 """
 
@@ -179,7 +179,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         self : HAMUUnlearner
             Fitted meta-estimator.
         """
-        if not hasattr(self.estimator, "_unlearning_inputs"):
+        if not hasattr(self.estimator, "_module_inputs"):
             raise TypeError(
                 f"{type(self.estimator).__name__} does not expose the gradients "
                 "HAMU needs: use a torch classifier of sklearn_ext that follows "
@@ -264,8 +264,8 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"label {err.args[0]!r} is not among the classes seen in fit."
             ) from None
-        inputs_f = base._unlearning_inputs(Xf, device=device, dtype=dtype)
-        inputs_r = base._unlearning_inputs(Xr, device=device, dtype=dtype)
+        inputs_f = base._module_inputs(Xf, device=device, dtype=dtype)
+        inputs_r = base._module_inputs(Xr, device=device, dtype=dtype)
         ce = torch.nn.CrossEntropyLoss()
         gen = make_generator(self.random_state)
         history = {
@@ -444,7 +444,7 @@ def _per_sample_gradients(estimator, X, y):
     params = {k: v.detach() for k, v in net.named_parameters()}
     dtype = next(iter(params.values())).dtype
     device = next(iter(params.values())).device
-    inputs = estimator._unlearning_inputs(X, device=device, dtype=dtype)
+    inputs = estimator._module_inputs(X, device=device, dtype=dtype)
     target = torch.as_tensor(
         np.searchsorted(estimator.classes_, np.asarray(y)), device=device
     )

@@ -137,7 +137,7 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
 
         return _mlp(self._sizes)
 
-    def _unlearning_inputs(self, X, *, device, dtype):
+    def _module_inputs(self, X, *, device, dtype):
         """``module_``'s input for raw rows ``X`` (the unlearning protocol)."""
         return to_tensor((X - self._mean) / self._scale, dtype=dtype, device=device)
 
@@ -188,7 +188,7 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
             else init_parameters(self._build_module(), context.generator)
         )
         net = net.to(device=context.device, dtype=context.dtype).train()
-        inputs = self._unlearning_inputs(X, device=context.device, dtype=context.dtype)
+        inputs = self._module_inputs(X, device=context.device, dtype=context.dtype)
         target = torch.as_tensor(y_enc, dtype=torch.long, device=context.device)
         weights = check_sample_weight(sample_weight, X, normalize=False)
         w = self._sample_weight(weights, X, context)

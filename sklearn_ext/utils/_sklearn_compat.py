@@ -13,6 +13,7 @@ import sklearn
 from sklearn.base import _fit_context
 from sklearn.metrics._scorer import _check_multimetric_scoring, _MultimetricScorer
 from sklearn.model_selection._search import BaseSearchCV
+from sklearn.neural_network._base import ACTIVATIONS as MLP_ACTIVATIONS
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import (
     HasMethods,
@@ -40,6 +41,7 @@ __all__ = [
     "Hidden",
     "Interval",
     "InvalidParameterError",
+    "MLP_ACTIVATIONS",
     "Options",
     "RealNotInt",
     "StrOptions",

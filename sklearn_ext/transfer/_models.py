@@ -1,0 +1,320 @@
+"""The models a task vector moves between: chains of linear layers.
+
+Three kinds are read the same way, as a chain of ``L`` linear layers with
+element-wise activations between them:
+
+- a torch ``nn.Sequential`` (nested ones too) of ``nn.Linear`` layers and
+  element-wise activations (ReLU, tanh, GELU, ... and Dropout / Identity);
+- a fitted estimator of this package whose ``module_`` is such a chain and which
+  maps raw rows to the module's input with ``_module_inputs(X, device, dtype)``
+  (e.g. :class:`~sklearn_ext.unlearning.UnlearnableMLPClassifier`);
+- a fitted scikit-learn ``MLPClassifier`` or ``MLPRegressor``.
+
+A task vector is a dict from parameter names to arrays shaped like the model's
+parameters: the state-dict names of the linear layers (``"0.weight"``,
+``"0.bias"``, ...) for torch chains and estimators, ``"coefs_.<i>"`` and
+``"intercepts_.<i>"`` for scikit-learn MLPs.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from sklearn_ext.utils._sklearn_compat import MLP_ACTIVATIONS, check_is_fitted
+
+__all__ = ["Chain", "describe", "task_vector", "with_update"]
+
+# Element-wise torch layers a chain may hold between its linear layers.
+_ELEMENTWISE = (
+    "ReLU",
+    "LeakyReLU",
+    "ReLU6",
+    "PReLU",
+    "ELU",
+    "SELU",
+    "CELU",
+    "GELU",
+    "SiLU",
+    "Mish",
+    "Tanh",
+    "Hardtanh",
+    "Sigmoid",
+    "Softplus",
+    "Softsign",
+    "Tanhshrink",
+    "Identity",
+    "Dropout",
+    "AlphaDropout",
+)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What a transport needs to know of one model.
+
+    Parameters
+    ----------
+    kind : {"torch", "estimator", "sklearn"}
+    widths : tuple of int
+        ``(n_inputs, hidden_1, ..., n_outputs)``: ``L + 1`` widths for ``L``
+        linear layers.
+    keys : tuple of (str, str or None)
+        The weight and bias names of every linear layer, in order.
+    """
+
+    kind: str
+    widths: tuple
+    keys: tuple
+
+    @property
+    def shapes(self):
+        """``{name: shape}`` of every parameter a task vector holds."""
+        out = {}
+        for i, (w, b) in enumerate(self.keys):
+            n_in, n_out = self.widths[i], self.widths[i + 1]
+            out[w] = (n_in, n_out) if self.kind == "sklearn" else (n_out, n_in)
+            if b is not None:
+                out[b] = (n_out,)
+        return out
+
+
+def _torch_module(model):
+    """The nn.Module of a torch chain or of a fitted estimator, else None."""
+    if hasattr(model, "_module_inputs"):
+        check_is_fitted(model, "module_")
+        return model.module_
+    if not type(model).__module__.startswith("torch"):
+        return None
+    from torch import nn
+
+    if isinstance(model, nn.Module):
+        return model
+    return None
+
+
+def _leaves(module, where):
+    """The leaf layers of a (nested) nn.Sequential, in execution order."""
+    from torch import nn
+
+    if not isinstance(module, nn.Sequential):
+        raise TypeError(
+            f"{where} must be an nn.Sequential chain of Linear layers and "
+            f"element-wise activations; got a {type(module).__name__}, whose "
+            "layers' order is not known."
+        )
+    leaves = []
+    for child in module.children():
+        if isinstance(child, nn.Sequential):
+            leaves += _leaves(child, where)
+        else:
+            leaves.append(child)
+    return leaves
+
+
+def describe(model, where):
+    """The :class:`Chain` of ``model``, or an error naming why it is not one."""
+    if type(model).__module__.startswith("sklearn.neural_network"):
+        check_is_fitted(model, "coefs_")
+    if hasattr(model, "coefs_") and hasattr(model, "intercepts_"):
+        coefs = model.coefs_
+        widths = (coefs[0].shape[0], *(c.shape[1] for c in coefs))
+        keys = tuple((f"coefs_.{i}", f"intercepts_.{i}") for i in range(len(coefs)))
+        return Chain("sklearn", widths, keys)
+    module = _torch_module(model)
+    if module is not None:
+        from torch import nn
+
+        layers = _leaves(module, where)
+        names = {id(m): name for name, m in module.named_modules()}
+        keys, widths = [], []
+        for layer in layers:
+            if isinstance(layer, nn.Linear):
+                if widths and widths[-1] != layer.in_features:
+                    raise ValueError(f"{where}: consecutive Linear widths differ.")
+                if not widths:
+                    widths.append(layer.in_features)
+                widths.append(layer.out_features)
+                name = names[id(layer)]
+                bias = None if layer.bias is None else f"{name}.bias"
+                keys.append((f"{name}.weight", bias))
+            elif type(layer).__name__ not in _ELEMENTWISE:
+                raise TypeError(
+                    f"{where} holds a {type(layer).__name__} layer; a chain may "
+                    "hold only Linear layers and element-wise activations "
+                    f"({', '.join(_ELEMENTWISE)})."
+                )
+        if not keys:
+            raise ValueError(f"{where} holds no Linear layer.")
+        kind = "torch" if isinstance(model, nn.Module) else "estimator"
+        return Chain(kind, tuple(widths), tuple(keys))
+    raise TypeError(
+        f"{where} must be a torch nn.Sequential of Linear layers and activations, "
+        "a fitted sklearn_ext estimator with a module_ chain, or a fitted "
+        f"scikit-learn MLPClassifier / MLPRegressor; got {type(model).__name__}."
+    )
+
+
+def linear_io(model, chain, X):
+    """Inputs and outputs of every linear layer on rows ``X`` (float64 arrays).
+
+    Returns a list of ``(inputs, outputs)`` pairs, one per linear layer: what
+    the layer reads and its pre-activation output.
+    """
+    if chain.kind == "sklearn":
+        out, h = [], X
+        act = MLP_ACTIVATIONS[model.activation]
+        for W, b in zip(model.coefs_, model.intercepts_):
+            z = h @ W + b
+            out.append((h, z))
+            h = z.copy()
+            act(h)  # scikit-learn's activations work in place
+        return out
+    import torch
+    from torch import nn
+
+    module = _torch_module(model)
+    param = next(module.parameters())
+    if chain.kind == "estimator":
+        inputs = model._module_inputs(X, device=param.device, dtype=param.dtype)
+    else:
+        inputs = torch.as_tensor(X, dtype=param.dtype, device=param.device)
+    records = []
+
+    def hook(layer, args, output):
+        records.append((args[0].detach(), output.detach()))
+
+    handles = [
+        m.register_forward_hook(hook)
+        for m in _leaves(module, "model")
+        if isinstance(m, nn.Linear)
+    ]
+    was_training = module.training
+    try:
+        module.eval()
+        with torch.no_grad():
+            module(inputs)
+    finally:
+        module.train(was_training)
+        for h in handles:
+            h.remove()
+    return [(a.cpu().double().numpy(), b.cpu().double().numpy()) for a, b in records]
+
+
+def parameters(model, chain):
+    """``{name: float64 array}`` of the model's linear-layer parameters."""
+    if chain.kind == "sklearn":
+        out = {}
+        for i, (w, b) in enumerate(chain.keys):
+            out[w] = np.asarray(model.coefs_[i], dtype=np.float64)
+            out[b] = np.asarray(model.intercepts_[i], dtype=np.float64)
+        return out
+    state = _torch_module(model).state_dict()
+    return {
+        k: state[k].detach().cpu().double().numpy()
+        for pair in chain.keys
+        for k in pair
+        if k is not None
+    }
+
+
+def as_update(arrays, chain):
+    """A transported update in the target's format (tensors for torch kinds)."""
+    if chain.kind == "sklearn":
+        return {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}
+    import torch
+
+    return {k: torch.as_tensor(v, dtype=torch.float32) for k, v in arrays.items()}
+
+
+def check_task_vector(task_vector, chain, where):
+    """``task_vector`` as float64 arrays, checked against the chain's shapes."""
+    if not isinstance(task_vector, dict):
+        raise TypeError(
+            f"{where} must be a dict from parameter names to arrays; got "
+            f"{type(task_vector).__name__}."
+        )
+    shapes = chain.shapes
+    missing = sorted(set(shapes) - set(task_vector))
+    extra = sorted(set(task_vector) - set(shapes))
+    if missing or extra:
+        raise ValueError(
+            f"{where} does not match the model's parameters: missing {missing}, "
+            f"unexpected {extra}."
+        )
+    out = {}
+    for key, shape in shapes.items():
+        value = task_vector[key]
+        if hasattr(value, "detach"):
+            value = value.detach().cpu().double().numpy()
+        value = np.asarray(value, dtype=np.float64)
+        if value.shape != shape:
+            raise ValueError(
+                f"{where}[{key!r}] has shape {value.shape}; the model's parameter "
+                f"has shape {shape}."
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{where}[{key!r}] holds NaN or infinite values.")
+        out[key] = value
+    return out
+
+
+def task_vector(finetuned, base):
+    """The task vector of a fine-tuned model: its parameters minus the base's.
+
+    Parameters
+    ----------
+    finetuned : model
+        The model after fine-tuning: a torch ``nn.Sequential`` chain, a fitted
+        sklearn_ext estimator with a ``module_`` chain, or a fitted
+        scikit-learn MLP (see :class:`TaskVectorTransporter`).
+    base : model
+        The same model before fine-tuning (same kind and widths).
+
+    Returns
+    -------
+    task_vector : dict
+        ``{name: finetuned - base}`` for every linear-layer parameter: float32
+        CPU tensors for torch models and estimators, float64 arrays for
+        scikit-learn MLPs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn_ext.transfer import task_vector
+    >>> base = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    >>> tuned = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    >>> sorted(task_vector(tuned, base))
+    ['0.bias', '0.weight']
+    """
+    chain = describe(finetuned, "finetuned")
+    base_chain = describe(base, "base")
+    if chain != base_chain:
+        raise ValueError(
+            "finetuned and base are not the same architecture: widths "
+            f"{chain.widths} and {base_chain.widths}."
+        )
+    a, b = parameters(finetuned, chain), parameters(base, chain)
+    return as_update({k: a[k] - b[k] for k in a}, chain)
+
+
+def with_update(model, chain, update, alpha):
+    """A deep copy of ``model`` with ``alpha * update`` added to its parameters."""
+    new = copy.deepcopy(model)
+    if chain.kind == "sklearn":
+        for i, (w, b) in enumerate(chain.keys):
+            new.coefs_[i] = new.coefs_[i] + alpha * update[w]
+            new.intercepts_[i] = new.intercepts_[i] + alpha * update[b]
+        return new
+    import torch
+
+    module = _torch_module(new)
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for key, value in update.items():
+            p = params[key]
+            p.add_(alpha * torch.as_tensor(value, dtype=p.dtype, device=p.device))
+    return new
