@@ -12,6 +12,12 @@ import importlib
 
 from sklearn_ext.rl._guarantee import MultiTaskGuarantee
 from sklearn_ext.rl._kr_quantile import KRQuantileRegressor
+from sklearn_ext.rl._lagrangian_ppo import LagrangianActorCritic
+from sklearn_ext.rl._lagrangian_tabular import (
+    TabularLagrangian,
+    make_random_cmdp,
+    multiplier_step,
+)
 from sklearn_ext.rl._mdp import LPSolution, TabularCMDP, TabularMDP
 from sklearn_ext.rl._mo_agent import MOQuantileAgent
 from sklearn_ext.rl._qlearning import TabularQLearning
@@ -20,25 +26,34 @@ from sklearn_ext.rl._task_families import BridgeTaskFamily
 
 # The environments subclass gymnasium.Env: they load on first access, so that
 # the family imports without the optional extra.
-_ENVIRONMENTS = ("BridgeWorld", "GoalGridWorld")
+_ENVIRONMENTS = {
+    "BridgeWorld": "_environments",
+    "DistributionGridEnv": "_grid_env",
+    "GoalGridWorld": "_environments",
+}
 
 __all__ = [
     "BridgeTaskFamily",
     "KRQuantileRegressor",
+    "LagrangianActorCritic",
     "LPSolution",
     "MOQuantileAgent",
     "MultiTaskGuarantee",
     "TabularCMDP",
+    "TabularLagrangian",
     "TabularMDP",
     "TabularQLearning",
     "collect_returns",
+    "make_random_cmdp",
+    "multiplier_step",
     *_ENVIRONMENTS,
 ]
 
 
 def __getattr__(name):
     if name in _ENVIRONMENTS:
-        return getattr(importlib.import_module("sklearn_ext.rl._environments"), name)
+        module = importlib.import_module(f"sklearn_ext.rl.{_ENVIRONMENTS[name]}")
+        return getattr(module, name)
     raise AttributeError(f"module 'sklearn_ext.rl' has no attribute {name!r}")
 
 

@@ -167,7 +167,7 @@ def collect_returns(
     return np.vstack(rows)
 
 
-def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0):
+def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=None):
     """Run one episode on each environment copy, all advancing together.
 
     ``act(observations) -> actions`` is called once per time step on the
@@ -184,12 +184,17 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0):
     max_episode_steps : int
     gamma : float, default=1.0
         Discount of the returned returns.
+    info_key : str, default=None
+        Also collect ``info[info_key]`` of every step (e.g. ``"costs"``), under
+        the key ``"info"``.
 
     Returns
     -------
     transitions : dict of list
-        ``observations``, ``actions``, ``rewards``, ``next_observations`` and
-        ``terminals`` (terminated, not merely truncated), in time order.
+        ``observations``, ``actions`` (ints for scalar actions, arrays
+        otherwise), ``rewards``, ``next_observations``, ``terminals``
+        (terminated, not merely truncated) and ``episodes`` (the index of the
+        episode of each step), in time order; ``info`` with ``info_key``.
     returns : ndarray of shape (n_episodes,) or (n_episodes, n_rewards)
         Discounted sum of each episode's rewards.
     """
@@ -197,19 +202,25 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0):
     running = list(range(len(envs)))
     returns = [0.0] * len(envs)
     discount = np.ones(len(envs))
-    out = {k: [] for k in TRANSITION_KEYS}
+    out = {k: [] for k in (*TRANSITION_KEYS, "episodes")}
+    if info_key is not None:
+        out["info"] = []
     for _ in range(max_episode_steps):
         if not running:
             break
         actions = np.asarray(act(np.stack([obs[i] for i in running])))
         still = []
         for i, a in zip(running, actions):
-            nxt, reward, terminated, truncated, _ = envs[i].step(int(a))
+            a = int(a) if np.ndim(a) == 0 else np.asarray(a)
+            nxt, reward, terminated, truncated, info = envs[i].step(a)
             nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
             for key, value in zip(
-                TRANSITION_KEYS, (obs[i], int(a), reward, nxt, bool(terminated))
+                TRANSITION_KEYS, (obs[i], a, reward, nxt, bool(terminated))
             ):
                 out[key].append(value)
+            out["episodes"].append(i)
+            if info_key is not None:
+                out["info"].append(info[info_key])
             returns[i] = returns[i] + discount[i] * reward
             discount[i] *= gamma
             obs[i] = nxt

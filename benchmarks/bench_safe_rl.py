@@ -1,0 +1,290 @@
+"""Dedicated against mixed critics in Lagrangian safe RL with several constraints.
+
+Parts
+-----
+1. Random tabular constrained MDPs (``make_random_cmdp``: 10 states, 3
+   actions, gamma 0.9, 2 or 3 binding constraints; 10 seeds), exact
+   evaluation, expected TD critics (``TabularLagrangian``):
+
+   a. target drift alone: the uniform policy held fixed (``actor_lr=0``),
+      the multipliers moved by dual gradient ascent at several step sizes;
+      the critic's mean absolute error against the true ``Q_r - lambda .
+      Q_c`` over the last 1000 of 4000 iterations (the multipliers of a
+      violating fixed policy grow without bound; the dedicated critics' error
+      from their zero start has decayed by then, the mixed critic's lag
+      behind its moving target has not);
+   b. the full actor-critic at its defaults (PID multipliers), over the
+      multiplier step size, with slow critics (TD step 0.05, the default)
+      and fast ones (0.5): the share of seeds whose last policy is
+      LP-optimal and feasible (return within 1% of the HiGHS optimum, every
+      cost within 1% of its limit), the largest relative excess of a cost,
+      and the critic's error over the first 500 iterations;
+   c. the same with plain dual gradient ascent.
+2. The power-distribution grid (``DistributionGridEnv``, episode-cost limits
+   2 for voltage and 4 for line rating), PPO-Lagrangian with each critic
+   structure (``LagrangianActorCritic`` at its defaults, 200 updates of 8
+   days): the return and costs of the learned (stochastic) policy and of
+   its mean action on 20 fresh days, the
+   share of seeds whose policy keeps both costs within their limits, the
+   worst cost relative to its limit (mean and 95% t interval over seeds,
+   and mixed minus dedicated paired); the best feasible constant action of
+   a 9 x 9 grid of solar and wind shares is the reference.
+
+``--quick`` runs 3 seeds; ``--parts 1`` or ``2`` runs one part.
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from _common import paired_interval, write_results
+from scipy import stats
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_ext.rl import (
+    DistributionGridEnv,
+    LagrangianActorCritic,
+    TabularLagrangian,
+    make_random_cmdp,
+)
+from sklearn_ext.rl._lagrangian_demo import GRID_LIMITS, solves
+
+COLUMNS = ["part", "setting", "critic", "solved", "max excess", "bias", "value"]
+
+
+def _cmdps(seeds):
+    out = []
+    for seed in seeds:
+        cmdp = make_random_cmdp(n_constraints=2 + seed % 2, random_state=seed)
+        out.append((cmdp, cmdp.solve_lp()))
+    return out
+
+
+def _fit(cmdp, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return TabularLagrangian(**params).fit(cmdp)
+
+
+def drift_part(rows, problems):
+    for lr in (0.01, 0.03, 0.1, 0.3):
+        bias = {}
+        for critic in ("dedicated", "mixed"):
+            bias[critic] = [
+                _fit(
+                    cmdp,
+                    critic=critic,
+                    actor_lr=0.0,
+                    multiplier="gradient",
+                    lambda_lr=lr,
+                    max_iter=4000,
+                )
+                .critic_bias_[3000:]
+                .mean()
+                for cmdp, _ in problems
+            ]
+        d, lo, hi = paired_interval(bias["mixed"], bias["dedicated"])
+        for critic in ("dedicated", "mixed"):
+            rows.append(
+                {
+                    "part": "1a",
+                    "setting": f"fixed policy, dual step {lr}",
+                    "critic": critic,
+                    "bias": float(np.mean(bias[critic])),
+                    "value": ""
+                    if critic == "dedicated"
+                    else f"mixed - dedicated: {d:+.3g} [{lo:+.3g}, {hi:+.3g}]",
+                }
+            )
+        print(rows[-2]["setting"], rows[-2]["bias"], rows[-1]["bias"], flush=True)
+
+
+def agent_part(rows, problems, label, configs):
+    for setting, params in configs:
+        for critic in ("dedicated", "mixed"):
+            solved, excess, bias = [], [], []
+            for cmdp, lp in problems:
+                agent = _fit(cmdp, critic=critic, **params)
+                solved.append(solves(agent, cmdp, lp))
+                excess.append(
+                    np.max((agent.constraint_values_[-1] - cmdp.limits) / cmdp.limits)
+                )
+                bias.append(agent.critic_bias_[:500].mean())
+            rows.append(
+                {
+                    "part": label,
+                    "setting": setting,
+                    "critic": critic,
+                    "solved": float(np.mean(solved)),
+                    "max excess": float(np.max(excess)),
+                    "bias": float(np.mean(bias)),
+                }
+            )
+            print(label, setting, critic, rows[-1]["solved"], flush=True)
+
+
+N_UPDATES = 200
+EVAL_EPISODES = 20
+
+
+def evaluate(policy, episodes=EVAL_EPISODES):
+    """Mean return and mean costs of a policy over fresh days of the grid."""
+    env = DistributionGridEnv()
+    ret, cost = [], []
+    for e in range(episodes):
+        obs, _ = env.reset(seed=10_000 + e)
+        total, costs, done = 0.0, np.zeros(2), False
+        while not done:
+            obs, r, term, trunc, info = env.step(policy(obs))
+            total += r
+            costs += info["costs"]
+            done = term or trunc
+        ret.append(total)
+        cost.append(costs)
+    return float(np.mean(ret)), np.mean(cost, axis=0)
+
+
+def best_constant_policy():
+    """The best feasible constant action of a grid (no reactive power, storage)."""
+    best = (-np.inf, None, None)
+    for s_share in np.linspace(-1, 1, 9):
+        for w_share in np.linspace(-1, 1, 9):
+            action = np.array([s_share, w_share, 0.0, 0.0])
+            ret, cost = evaluate(lambda obs, a=action: a, episodes=5)
+            if np.all(cost <= GRID_LIMITS) and ret > best[0]:
+                best = (ret, action, cost)
+    return best[1]
+
+
+def _ci(values):
+    v = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return f"{v.mean():.3f} [{v.mean() - half:.3f}, {v.mean() + half:.3f}]"
+
+
+def grid_part(rows, seeds, n_updates):
+    limits = np.asarray(GRID_LIMITS)
+    per = {"dedicated": [], "mixed": []}
+    for seed in seeds:
+        for critic in per:
+            start = time.perf_counter()
+            agent = LagrangianActorCritic(
+                critic=critic,
+                cost_limits=limits,
+                n_updates=n_updates,
+                random_state=seed,
+            ).fit(DistributionGridEnv())
+            rng = np.random.RandomState(seed)
+            ret, cost = evaluate(lambda obs, a=agent, g=rng: a.sample(obs, g)[0])
+            d_ret, d_cost = evaluate(lambda obs, a=agent: a.predict(obs)[0])
+            per[critic].append(
+                {
+                    "return": ret,
+                    "ratio": float(np.max(cost / limits)),
+                    "costs": cost,
+                    "satisfied": bool(np.all(cost <= limits)),
+                    "det_return": d_ret,
+                    "det_ratio": float(np.max(d_cost / limits)),
+                    "det_satisfied": bool(np.all(d_cost <= limits)),
+                    "lambda": agent.multipliers_[-1],
+                    "seconds": time.perf_counter() - start,
+                }
+            )
+            print(critic, seed, per[critic][-1], flush=True)
+    for critic, runs in per.items():
+        for mode, pre in (("learned policy", ""), ("its mean action", "det_")):
+            detail = ""
+            if not pre:
+                costs = np.mean([r["costs"] for r in runs], axis=0).round(2)
+                lams = np.mean([r["lambda"] for r in runs], axis=0).round(1)
+                secs = np.mean([r["seconds"] for r in runs])
+                detail = (
+                    f"; costs {costs.tolist()}; final multipliers {lams.tolist()}"
+                    f"; {secs:.0f} s per fit"
+                )
+            rows.append(
+                {
+                    "part": 2,
+                    "setting": f"grid, {n_updates} updates, {mode}",
+                    "critic": critic,
+                    "solved": float(np.mean([r[pre + "satisfied"] for r in runs])),
+                    "max excess": float(np.mean([r[pre + "ratio"] for r in runs])) - 1,
+                    "value": f"return {_ci([r[pre + 'return'] for r in runs])}; "
+                    f"worst cost / limit {_ci([r[pre + 'ratio'] for r in runs])}"
+                    + detail,
+                }
+            )
+    d, lo, hi = paired_interval(
+        [r["ratio"] for r in per["mixed"]], [r["ratio"] for r in per["dedicated"]]
+    )
+    rows.append(
+        {
+            "part": 2,
+            "setting": "grid, learned policy",
+            "critic": "mixed - dedicated",
+            "value": f"worst cost / limit: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]",
+        }
+    )
+    action = best_constant_policy()
+    ret, cost = evaluate(lambda obs: action)
+    rows.append(
+        {
+            "part": 2,
+            "setting": "grid",
+            "critic": "best feasible constant action (reference)",
+            "value": f"action {action.tolist()}: return {ret:.3f}, costs "
+            f"{cost.round(2).tolist()}",
+        }
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--parts", default="12")
+    args = parser.parse_args()
+    seeds = range(3 if args.quick else 10)
+    rows = []
+    start = time.perf_counter()
+    if "1" in args.parts:
+        problems = _cmdps(seeds)
+        drift_part(rows, problems)
+        agent_part(
+            rows,
+            problems,
+            "1b",
+            [
+                (
+                    f"PID, dual step {lr}, critic step {c}",
+                    {"lambda_lr": lr, "critic_lr": c},
+                )
+                for c in (0.05, 0.5)
+                for lr in (0.02, 0.05, 0.1, 0.2)
+            ],
+        )
+        agent_part(
+            rows,
+            problems,
+            "1c",
+            [
+                (
+                    f"gradient, dual step {lr}",
+                    {"multiplier": "gradient", "lambda_lr": lr},
+                )
+                for lr in (0.02, 0.1)
+            ],
+        )
+    if "2" in args.parts:
+        grid_part(rows, seeds, n_updates=80 if args.quick else N_UPDATES)
+    write_results(
+        "safe_rl" if args.parts == "12" else f"safe_rl_parts{args.parts}",
+        rows,
+        COLUMNS,
+        title="Dedicated vs mixed critics in Lagrangian safe RL",
+        notes=f"{len(seeds)} seeds; {time.perf_counter() - start:.0f} s.",
+    )
+
+
+if __name__ == "__main__":
+    main()

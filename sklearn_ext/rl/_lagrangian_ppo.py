@@ -1,0 +1,547 @@
+"""LagrangianActorCritic: PPO-Lagrangian with dedicated or mixed critics."""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+
+from sklearn_ext.base import TorchDeviceMixin
+from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, require_gymnasium, rl_tags
+from sklearn_ext.rl._lagrangian_tabular import multiplier_step
+from sklearn_ext.rl._mo_agent import _encode, _encoding_of_space, _feature_dim
+from sklearn_ext.rl._rollouts import lockstep_episodes
+from sklearn_ext.utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _fit_context,
+    check_is_fitted,
+)
+from sklearn_ext.utils._torch import (
+    adam,
+    child_seeds,
+    import_torch,
+    init_parameters,
+    make_generator,
+    to_tensor,
+    train_loop,
+)
+
+__all__ = ["LagrangianActorCritic"]
+
+
+def _gae(rewards, values, gamma, lam):
+    """Generalised advantages and value targets of one episode.
+
+    ``rewards`` (T, m), ``values`` (T + 1, m) with the bootstrap value last
+    (0 after a terminal state).
+    """
+    T = len(rewards)
+    adv = np.zeros_like(rewards)
+    last = np.zeros(rewards.shape[1])
+    for t in range(T - 1, -1, -1):
+        delta = rewards[t] + gamma * values[t + 1] - values[t]
+        last = delta + gamma * lam * last
+        adv[t] = last
+    return adv, adv + values[:-1]
+
+
+class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
+    """PPO-Lagrangian for constrained environments, with dedicated or mixed critics.
+
+    The environment reports one cost per constraint in ``info["costs"]`` at
+    every step; the constraint is that the mean episode cost (undiscounted
+    sum over the episode) of constraint ``k`` stays below
+    ``cost_limits[k]``. Each update collects ``n_episodes_per_update``
+    episodes, takes ``n_epochs`` of clipped PPO steps on the Lagrangian
+    advantage ``A_r - lambda . A_c`` (normalised), then moves the multipliers
+    on the episodes' mean costs (:func:`multiplier_step`, the same rule as
+    :class:`TabularLagrangian`).
+
+    Parameters
+    ----------
+    critic : {"dedicated", "mixed"}, default="dedicated"
+        ``"dedicated"``: value heads for the reward and each cost, their GAE
+        advantages combined with the current multipliers. ``"mixed"``: one
+        value head trained on ``r - lambda . c`` with the multipliers of each
+        update, its advantage computed on the current mixed reward.
+    cost_limits : array-like of shape (n_constraints,)
+        Limit of each constraint's mean episode cost (non-negative: costs are
+        non-negative). Required.
+    multiplier : {"pid", "gradient"}, default="pid"
+        PID Lagrangian or projected dual gradient ascent.
+    lambda_lr : float, default=0.05
+        Dual step (integral gain), per unit of cost above the limit.
+    pid_kp : float, default=0.05
+        Proportional gain (``multiplier="pid"``).
+    pid_kd : float, default=0.0
+        Derivative gain (``multiplier="pid"``).
+    lambda_init : float, default=0.0
+        Initial multipliers.
+    n_updates : int, default=60
+        PPO updates (each on freshly collected episodes).
+    n_episodes_per_update : int, default=8
+        Episodes collected per update.
+    max_episode_steps : int, default=200
+        Episodes are cut after this many steps.
+    n_epochs : int, default=10
+        Passes over each update's data.
+    batch_size : int, default=128
+        Minibatch size of the PPO steps.
+    learning_rate_init : float, default=3e-4
+        Adam's step size (one optimiser for the whole run).
+    gamma : float, default=0.99
+        Discount of the advantages.
+    gae_lambda : float, default=0.95
+        GAE's bias-variance parameter.
+    clip : float, default=0.2
+        PPO's ratio clip.
+    entropy_coef : float, default=0.0
+        Weight of the policy entropy bonus.
+    hidden : int, default=64
+        Width of the two hidden layers of the actor and of the critic.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network, the episodes and the minibatches.
+    device : str, default="auto"
+        Torch device.
+    verbose : int, default=0
+        Progress of the updates.
+
+    Attributes
+    ----------
+    module_ : torch.nn.Module
+        The actor and critic networks.
+    multipliers_ : ndarray of shape (n_updates + 1, n_constraints)
+        The multipliers before each update and at the end.
+    constraint_values_ : ndarray of shape (n_updates, n_constraints)
+        Mean episode cost of each constraint in each update's episodes.
+    returns_ : ndarray of shape (n_updates,)
+        Mean undiscounted episode return in each update's episodes.
+    n_iter_ : int
+        Updates run.
+    n_constraints_ : int
+    device_ : str
+
+    See Also
+    --------
+    TabularLagrangian : The two critic structures on a tabular CMDP, exactly.
+    DistributionGridEnv : A power grid with voltage and line-rating costs.
+
+    References
+    ----------
+    .. [1] "Why Dedicated Critics: Eliminating Target Drift in Multi-Constraint
+       RL", ICML 2026.
+    .. [2] A. Ray, J. Achiam, D. Amodei, "Benchmarking Safe Exploration in Deep
+       Reinforcement Learning", 2019 (PPO-Lagrangian).
+
+    Examples
+    --------
+    >>> from sklearn_ext.rl import DistributionGridEnv, LagrangianActorCritic
+    >>> agent = LagrangianActorCritic(cost_limits=[2.0, 4.0], n_updates=2,
+    ...                               n_episodes_per_update=2, random_state=0)
+    >>> agent = agent.fit(DistributionGridEnv())
+    >>> agent.multipliers_.shape
+    (3, 2)
+    """
+
+    _parameter_constraints: dict = {
+        **TorchDeviceMixin._parameter_constraints,
+        "critic": [StrOptions({"dedicated", "mixed"})],
+        "cost_limits": ["array-like"],
+        "multiplier": [StrOptions({"gradient", "pid"})],
+        "lambda_lr": [Interval(Real, 0, None, closed="neither")],
+        "pid_kp": [Interval(Real, 0, None, closed="left")],
+        "pid_kd": [Interval(Real, 0, None, closed="left")],
+        "lambda_init": [Interval(Real, 0, None, closed="left")],
+        "n_updates": [Interval(Integral, 1, None, closed="left")],
+        "n_episodes_per_update": [Interval(Integral, 1, None, closed="left")],
+        "max_episode_steps": [Interval(Integral, 1, None, closed="left")],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [Interval(Real, 0, 1, closed="both")],
+        "gae_lambda": [Interval(Real, 0, 1, closed="both")],
+        "clip": [Interval(Real, 0, None, closed="neither")],
+        "entropy_coef": [Interval(Real, 0, None, closed="left")],
+        "hidden": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    _paper = "Dedicated vs mixed critics in multi-constraint Lagrangian RL, ICML 2026"
+    _bench_name = "safe_rl"
+    _not_a_data_estimator = NOT_A_DATA_ESTIMATOR
+
+    def __init__(
+        self,
+        *,
+        critic="dedicated",
+        cost_limits=None,
+        multiplier="pid",
+        lambda_lr=0.05,
+        pid_kp=0.05,
+        pid_kd=0.0,
+        lambda_init=0.0,
+        n_updates=60,
+        n_episodes_per_update=8,
+        max_episode_steps=200,
+        n_epochs=10,
+        batch_size=128,
+        learning_rate_init=3e-4,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip=0.2,
+        entropy_coef=0.0,
+        hidden=64,
+        random_state=None,
+        device="auto",
+        verbose=0,
+    ):
+        self.critic = critic
+        self.cost_limits = cost_limits
+        self.multiplier = multiplier
+        self.lambda_lr = lambda_lr
+        self.pid_kp = pid_kp
+        self.pid_kd = pid_kd
+        self.lambda_init = lambda_init
+        self.n_updates = n_updates
+        self.n_episodes_per_update = n_episodes_per_update
+        self.max_episode_steps = max_episode_steps
+        self.n_epochs = n_epochs
+        self.batch_size = batch_size
+        self.learning_rate_init = learning_rate_init
+        self.gamma = gamma
+        self.gae_lambda = gae_lambda
+        self.clip = clip
+        self.entropy_coef = entropy_coef
+        self.hidden = hidden
+        self.random_state = random_state
+        self.device = device
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        return rl_tags(super().__sklearn_tags__())
+
+    @classmethod
+    def _get_test_params(cls):
+        return {
+            "cost_limits": [2.0, 4.0],
+            "n_updates": 2,
+            "n_episodes_per_update": 2,
+            "n_epochs": 1,
+            "hidden": 8,
+            "device": "cpu",
+            "random_state": 0,
+        }
+
+    @classmethod
+    def _demo(cls):
+        from sklearn_ext.rl._lagrangian_demo import grid_demo
+
+        return grid_demo(cls)
+
+    def _build_module(self, attr="module_"):
+        from sklearn_ext.rl._lagrangian_nn import ActorCritic
+
+        heads = 1 + self.n_constraints_ if self.critic == "dedicated" else 1
+        return ActorCritic(
+            _feature_dim(self.obs_encoding_),
+            self.n_actions_,
+            self.continuous_,
+            heads,
+            self.hidden,
+        )
+
+    def _check_env(self, env):
+        gym = require_gymnasium("LagrangianActorCritic")
+        if not (hasattr(env, "reset") and hasattr(env, "step")):
+            raise TypeError(
+                "LagrangianActorCritic.fit takes a gymnasium environment whose "
+                f"info['costs'] holds the constraint costs; got {type(env).__name__}."
+            )
+        limits = self.cost_limits
+        if limits is None:
+            raise ValueError(
+                "LagrangianActorCritic needs cost_limits: one limit per constraint "
+                "cost the environment reports in info['costs']."
+            )
+        limits = np.asarray(limits, dtype=np.float64).reshape(-1)
+        if not np.all(np.isfinite(limits)):
+            raise ValueError("cost_limits must be finite numbers.")
+        if np.any(limits < 0):
+            raise ValueError(
+                f"cost_limits must be non-negative (costs are non-negative); got "
+                f"{limits.tolist()}."
+            )
+        space = env.action_space
+        if isinstance(space, gym.spaces.Box):
+            self.continuous_, self.n_actions_ = True, int(np.prod(space.shape))
+            self._low, self._high = np.ravel(space.low), np.ravel(space.high)
+        elif isinstance(space, gym.spaces.Discrete):
+            self.continuous_, self.n_actions_ = False, int(space.n)
+        else:
+            raise ValueError(
+                "LagrangianActorCritic needs a Box or Discrete action space; got "
+                f"{type(space).__name__}."
+            )
+        probe = copy.deepcopy(env)
+        probe.reset(seed=0)
+        info = probe.step(space.sample())[-1]
+        if "costs" not in info:
+            raise ValueError(
+                "the environment's info has no 'costs': LagrangianActorCritic needs "
+                "info['costs'], one cost per constraint, at every step."
+            )
+        costs = np.ravel(np.asarray(info["costs"], dtype=np.float64))
+        if costs.shape != limits.shape:
+            raise ValueError(
+                f"cost_limits has {limits.size} entries; the environment reports "
+                f"{costs.size} costs per step."
+            )
+        if np.any(costs < 0):
+            raise ValueError(
+                "the environment reported negative costs; costs must be "
+                "non-negative (shift or split them)."
+            )
+        return limits
+
+    def _act(self, net, context, generator, deterministic=False, record=None):
+        torch = import_torch()
+
+        def act(observations):
+            x = to_tensor(
+                _encode(self.obs_encoding_, observations),
+                dtype=context.dtype,
+                device=context.device,
+            )
+            with torch.no_grad():
+                dist = net.distribution(x)
+                if deterministic:
+                    a = dist.mean if self.continuous_ else dist.probs.argmax(-1)
+                elif self.continuous_:
+                    noise = torch.randn(dist.mean.shape, generator=generator)
+                    a = dist.mean + dist.stddev * noise.to(dist.mean)
+                else:
+                    a = torch.multinomial(dist.probs.cpu(), 1, generator=generator)
+                    a = a.reshape(-1)
+            a = a.cpu().numpy().astype(np.float64)
+            if self.continuous_:
+                if record is not None:
+                    record.append(a.copy())  # the draw, before the clip
+                return np.clip(a, self._low, self._high)
+            return a.astype(int)
+
+        return act
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, env, y=None):
+        """Train on an environment that reports constraint costs.
+
+        Parameters
+        ----------
+        env : gymnasium.Env
+            Box or Discrete actions; ``info["costs"]`` at every step, one
+            non-negative cost per constraint.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : LagrangianActorCritic
+            Fitted agent.
+        """
+        import_torch()
+        limits = self._check_env(env)
+        K = limits.size
+        self.n_constraints_ = K
+        self.obs_encoding_ = _encoding_of_space(env.observation_space)
+        context = self._torch_context()
+        rng = check_random_state(self.random_state)
+        net = init_parameters(self._build_module(), context.generator)
+        net = net.to(device=context.device, dtype=context.dtype)
+        optimizer = adam(net.parameters(), lr=self.learning_rate_init)
+        lam = np.full(K, float(self.lambda_init))
+        pid = {"integral": lam.copy(), "previous": np.zeros(K)}
+        kp, kd = (self.pid_kp, self.pid_kd) if self.multiplier == "pid" else (0, 0)
+        lams, costs, returns = [lam.copy()], [], []
+        for _ in range(self.n_updates):
+            seeds = child_seeds(rng, self.n_episodes_per_update)
+            envs = [copy.deepcopy(env) for _ in seeds]
+            raw = []
+            net.eval()
+            data, ep_returns = lockstep_episodes(
+                self._act(net, context, context.generator, record=raw),
+                envs,
+                [int(s) for s in seeds],
+                self.max_episode_steps,
+                info_key="costs",
+            )
+            batch = self._batch(data, raw, net, context, lam, K)
+            returns.append(float(np.mean(ep_returns)))
+            costs.append(batch.pop("episode_costs"))
+            net.train()
+            self._ppo(net, optimizer, batch, context)
+            lam = multiplier_step(
+                lam, costs[-1] - limits, pid, lr=self.lambda_lr, kp=kp, kd=kd
+            )
+            lams.append(lam.copy())
+        self.module_ = net.to("cpu").eval()
+        self._record_device(context)
+        self.multipliers_ = np.array(lams)
+        self.constraint_values_ = np.array(costs)
+        self.returns_ = np.array(returns)
+        self.n_iter_ = self.n_updates
+        return self
+
+    def _batch(self, data, raw, net, context, lam, K):
+        """Tensors of one update: observations, actions, advantages, targets."""
+        torch = import_torch()
+        obs = _encode(self.obs_encoding_, np.stack(data["observations"]))
+        nxt = _encode(self.obs_encoding_, np.stack(data["next_observations"]))
+        episodes = np.asarray(data["episodes"])
+        terminal = np.asarray(data["terminals"], dtype=bool)
+        r = np.asarray(data["rewards"], dtype=np.float64).reshape(-1)
+        c = np.stack([np.ravel(np.asarray(v, dtype=np.float64)) for v in data["info"]])
+        if c.shape[1] != K or np.any(c < 0):
+            raise ValueError(
+                f"info['costs'] must hold {K} non-negative costs at every step."
+            )
+        # Continuous draws before the clip, in the order the episodes stepped
+        # (lockstep_episodes records transitions in the order of the batch).
+        actions = np.concatenate(raw) if self.continuous_ else data["actions"]
+        signals = (
+            np.column_stack([r, c])
+            if self.critic == "dedicated"
+            else ((r - c @ lam)[:, None])
+        )
+        with torch.no_grad():
+            x = to_tensor(obs, dtype=context.dtype, device=context.device)
+            xn = to_tensor(nxt, dtype=context.dtype, device=context.device)
+            v = net.values(x).cpu().double().numpy()
+            vn = net.values(xn).cpu().double().numpy()
+        adv = np.zeros_like(signals)
+        target = np.zeros_like(signals)
+        episode_costs = []
+        for e in np.unique(episodes):
+            idx = np.flatnonzero(episodes == e)
+            boot = np.where(terminal[idx[-1]], 0.0, vn[idx[-1]])
+            values = np.vstack([v[idx], boot[None, :]])
+            adv[idx], target[idx] = _gae(
+                signals[idx], values, self.gamma, self.gae_lambda
+            )
+            episode_costs.append(c[idx].sum(axis=0))
+        combined = adv[:, 0] - adv[:, 1:] @ lam if adv.shape[1] > 1 else adv[:, 0]
+        combined = (combined - combined.mean()) / (combined.std() + 1e-8)
+        with torch.no_grad():
+            a_t = torch.as_tensor(
+                np.asarray(actions),
+                dtype=context.dtype if self.continuous_ else torch.long,
+                device=context.device,
+            )
+            old = net.log_prob(net.distribution(x), a_t)
+        return {
+            "obs": x,
+            "actions": a_t,
+            "old_log_prob": old,
+            "advantage": to_tensor(
+                combined, dtype=context.dtype, device=context.device
+            ),
+            "target": to_tensor(target, dtype=context.dtype, device=context.device),
+            "episode_costs": np.mean(episode_costs, axis=0),
+        }
+
+    def _ppo(self, net, optimizer, batch, context):
+        torch = import_torch()
+        clip = self.clip
+
+        def batch_loss(idx):
+            dist = net.distribution(batch["obs"][idx])
+            log_prob = net.log_prob(dist, batch["actions"][idx])
+            ratio = torch.exp(log_prob - batch["old_log_prob"][idx])
+            adv = batch["advantage"][idx]
+            policy = -torch.min(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+            value = (net.values(batch["obs"][idx]) - batch["target"][idx]) ** 2
+            entropy = net.entropy(dist)
+            return (
+                policy.mean()
+                + 0.5 * value.sum(-1).mean()
+                - self.entropy_coef * entropy.mean()
+            )
+
+        n = len(batch["obs"])
+        train_loop(
+            batch_loss,
+            n,
+            optimizer,
+            batch_size=min(self.batch_size, n),
+            max_iter=self.n_epochs,
+            tol=-np.inf,
+            n_iter_no_change=self.n_epochs + 1,
+            generator=context.generator,
+            device=context.device,
+            estimator_name=type(self).__name__,
+            phase="PPO update",
+            verbose=0,
+            warn_at_max_iter=False,
+            max_grad_norm=0.5,
+        )
+
+    def _inference(self, X, random_state=None, deterministic=True):
+        check_is_fitted(self, "module_")
+        X = np.asarray(X)
+        if X.dtype == object or not np.issubdtype(X.dtype, np.number):
+            raise ValueError(f"observations must be numeric; got dtype {X.dtype}.")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("observations contain NaN or infinity.")
+        if self.obs_encoding_[0] != "discrete" and X.ndim == 1:
+            X = X[None, :]
+        context = self._torch_context()
+        generator = None
+        if not deterministic:
+            seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+            generator = make_generator(int(seed))
+        net = self.module_.to(device=context.device, dtype=context.dtype)
+        try:
+            act = self._act(net, context, generator, deterministic=deterministic)
+            return act(X)
+        finally:
+            self.module_ = net.to("cpu")
+
+    def sample(self, X, random_state=None):
+        """Actions drawn from the learned (stochastic) policy.
+
+        The constraints hold for this policy: the deterministic
+        :meth:`predict` is a different policy, whose costs may differ.
+
+        Parameters
+        ----------
+        X : array-like
+            Observations, one per row.
+        random_state : int, RandomState instance or None, default=None
+            Seeds the draws.
+
+        Returns
+        -------
+        actions : ndarray
+            Clipped to the action box, or action indices.
+        """
+        return self._inference(X, random_state, deterministic=False)
+
+    def predict(self, X):
+        """The deterministic action (mean or most probable) for observations.
+
+        Parameters
+        ----------
+        X : array-like
+            Observations, one per row (or state indices for a Discrete
+            observation space).
+
+        Returns
+        -------
+        actions : ndarray
+            ``(n, action_dim)`` clipped to the action box, or ``(n,)`` action
+            indices.
+        """
+        return self._inference(X)
