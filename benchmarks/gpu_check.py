@@ -18,8 +18,8 @@ backend's reference regressor from tests/toy_estimators.py) it
 Then ``IPBTSearchCV`` drives ``NBCGClassifier`` on the GPU with forced restarts
 (exploit copies and shrink-and-perturb of device modules, the replay refit, and
 pickling the search to a CPU-only process), HAMUUnlearner unlearns on the
-device, and TaskVectorTransporter moves a task vector between torch chains
-that live on the device.
+device, TaskVectorTransporter moves a task vector between torch chains
+that live on the device, and LagrangianActorCritic trains on the grid.
 
 ``GPU_CHECK_DRY_RUN=1`` runs the same steps with "cpu" standing in for "cuda"
 and a tenth of the timing size, to try the script on a machine without a GPU.
@@ -63,8 +63,18 @@ def _torch_estimators():
     from sklearn_ext.base import supports_gpu
     from sklearn_ext.utils.discovery import all_estimators
 
-    found = [(n, c) for n, c in all_estimators() if supports_gpu(c)]
+    # Agents that train on an environment (not on data) have their own check.
+    found = [
+        (n, c)
+        for n, c in all_estimators()
+        if supports_gpu(c)
+        and not (getattr(c, "_not_a_data_estimator", None) and _needs_env(c))
+    ]
     return [("ToyTorchRegressor (backend reference)", ToyTorchRegressor), *found]
+
+
+def _needs_env(cls):
+    return not hasattr(cls, "_make_test_data")
 
 
 def _agreement(a, b):
@@ -337,6 +347,37 @@ def check_transfer_on_gpu():
     }
 
 
+def check_lagrangian_on_gpu():
+    """LagrangianActorCritic trains on the grid with its networks on the device.
+
+    A few PPO updates with each critic structure; the agent must record the
+    device, keep its multipliers finite, and predict the same actions after
+    unpickling in a process without CUDA.
+    """
+    from sklearn_ext.rl import DistributionGridEnv, LagrangianActorCritic
+
+    rows = {}
+    obs = np.stack([DistributionGridEnv().reset(seed=s)[0] for s in range(8)])
+    for critic in ("dedicated", "mixed"):
+        agent = LagrangianActorCritic(
+            critic=critic, cost_limits=[2.0, 4.0], n_updates=5, device=GPU,
+            random_state=0,
+        ).fit(DistributionGridEnv())  # fmt: skip
+        same = np.allclose(_unpickle_without_cuda(agent, obs), agent.predict(obs),
+                           rtol=PICKLE_RTOL, atol=1e-6)  # fmt: skip
+        rows[critic] = {
+            "device_": agent.device_,
+            "multipliers": agent.multipliers_[-1].tolist(),
+            "pickle_to_cpu": bool(same),
+            "ok": bool(same and np.all(np.isfinite(agent.multipliers_))),
+        }
+    return {
+        "estimator": "LagrangianActorCritic (DistributionGridEnv)",
+        **rows,
+        "ok": all(r["ok"] for r in rows.values()),
+    }
+
+
 def main():
     import torch
 
@@ -365,6 +406,7 @@ def main():
         ("IPBTSearchCV", check_search_on_gpu),
         ("HAMUUnlearner", check_unlearning_on_gpu),
         ("TaskVectorTransporter", check_transfer_on_gpu),
+        ("LagrangianActorCritic", check_lagrangian_on_gpu),
         ("IMVC on mfeat", check_imvc_mfeat_defaults),
         ("TGINEE directed", check_tginee_directed_missing),
     ):

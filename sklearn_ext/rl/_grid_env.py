@@ -186,9 +186,11 @@ class DistributionGridEnv(gym.Env):
         Returns
         -------
         voltage : ndarray of shape (6,)
+            Voltage magnitude of each bus.
         apparent : ndarray of shape (5,)
             Apparent power through each line.
         losses : float
+            Resistive losses of the lines.
         """
         P = -_FEED @ injections_p  # flow from parent to child = load downstream
         Q = -_FEED @ injections_q
@@ -211,6 +213,7 @@ class DistributionGridEnv(gym.Env):
         Returns
         -------
         observation : ndarray of shape (9,)
+            As :meth:`reset` describes it.
         reward : float
             Minus the energy lost in the step.
         terminated : bool

@@ -151,7 +151,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
     _parameter_constraints: dict = {
         **TorchDeviceMixin._parameter_constraints,
         "critic": [StrOptions({"dedicated", "mixed"})],
-        "cost_limits": ["array-like"],
+        "cost_limits": ["array-like", None],
         "multiplier": [StrOptions({"gradient", "pid"})],
         "lambda_lr": [Interval(Real, 0, None, closed="neither")],
         "pid_kp": [Interval(Real, 0, None, closed="left")],
@@ -510,7 +510,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
             self.module_ = net.to("cpu")
 
     def sample(self, X, random_state=None):
-        """Actions drawn from the learned (stochastic) policy.
+        """Draw actions from the learned (stochastic) policy.
 
         The constraints hold for this policy: the deterministic
         :meth:`predict` is a different policy, whose costs may differ.

@@ -62,6 +62,7 @@ def multiplier_step(lam, violation, state, *, lr, kp, kd):
         Current multipliers (unused beyond their shape; the state holds the
         integral).
     violation : ndarray of shape (n_constraints,)
+        Constraint value minus its limit.
     state : dict
         ``{"integral": ndarray, "previous": ndarray}``, updated in place.
     lr, kp, kd : float
@@ -70,6 +71,7 @@ def multiplier_step(lam, violation, state, *, lr, kp, kd):
     Returns
     -------
     lam : ndarray of shape (n_constraints,)
+        The new multipliers.
     """
     state["integral"] = np.maximum(0.0, state["integral"] + lr * violation)
     derivative = violation - state["previous"]
@@ -144,13 +146,13 @@ class TabularLagrangian(BaseEstimator):
     ----------
     policy_ : ndarray of shape (n_states, n_actions)
         The last policy.
-    multipliers_ : ndarray of shape (n_iter_ + 1, n_constraints)
+    multipliers_ : ndarray of shape (n_iter + 1, n_constraints)
         The multipliers at every iteration (initial first).
-    constraint_values_ : ndarray of shape (n_iter_, n_constraints)
+    constraint_values_ : ndarray of shape (n_iter, n_constraints)
         Exact expected discounted cost of each constraint per iteration.
-    returns_ : ndarray of shape (n_iter_,)
+    returns_ : ndarray of shape (n_iter,)
         Exact expected discounted return per iteration.
-    critic_bias_ : ndarray of shape (n_iter_,)
+    critic_bias_ : ndarray of shape (n_iter,)
         Mean absolute error, over state-action pairs, of the critic's
         mixed Q-function against the true ``Q_r - lambda . Q_c`` of the
         current policy and multipliers (after the critic's steps).
@@ -332,6 +334,7 @@ class TabularLagrangian(BaseEstimator):
         Returns
         -------
         actions : ndarray of shape (n_samples,)
+            The action of highest probability in each state.
         """
         check_is_fitted(self, "policy_")
         states = np.asarray(states)
@@ -359,13 +362,21 @@ def make_random_cmdp(
 
     Parameters
     ----------
-    n_states, n_actions, n_constraints : int, default=10, 3, 2
+    n_states : int, default=10
+        States.
+    n_actions : int, default=3
+        Actions per state.
+    n_constraints : int, default=2
+        Cost constraints.
     gamma : float, default=0.9
+        Discount factor.
     random_state : int, RandomState instance or None, default=None
+        Seeds the draws.
 
     Returns
     -------
     cmdp : TabularCMDP
+        The constrained MDP.
 
     Examples
     --------

@@ -1,0 +1,264 @@
+"""Lagrangian safe RL: dedicated against mixed critics, tabular and deep."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_ext.rl import (
+    TabularCMDP,
+    TabularLagrangian,
+    make_random_cmdp,
+    multiplier_step,
+)
+from sklearn_ext.rl._lagrangian_demo import GRID_LIMITS, solves
+from sklearn_ext.utils._sklearn_compat import InvalidParameterError
+
+gym = pytest.importorskip("gymnasium")
+
+from sklearn_ext.rl import DistributionGridEnv, LagrangianActorCritic  # noqa: E402
+
+
+def _fit(cmdp, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return TabularLagrangian(**params).fit(cmdp)
+
+
+# --- the multiplier rule and the random CMDPs ----------------------------------
+
+
+def test_multiplier_step_is_projected_dual_ascent_without_pid_terms():
+    state = {"integral": np.array([0.5, 0.0]), "previous": np.zeros(2)}
+    lam = multiplier_step(
+        np.zeros(2), np.array([1.0, -2.0]), state, lr=0.1, kp=0.0, kd=0.0
+    )
+    np.testing.assert_allclose(lam, [0.6, 0.0])  # projected on lambda >= 0
+    lam = multiplier_step(lam, np.array([1.0, 1.0]), state, lr=0.1, kp=2.0, kd=1.0)
+    # integral 0.7 / 0.1, proportional 2, derivative (1 - 1) and (1 + 2)
+    np.testing.assert_allclose(lam, [2.7, 5.1])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cmdps_are_feasible_and_their_constraints_bind(seed):
+    cmdp = make_random_cmdp(n_constraints=2 + seed % 2, random_state=seed)
+    lp = cmdp.solve_lp()
+    free = TabularCMDP(
+        cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
+        costs=cmdp.costs, limits=np.full(len(cmdp.limits), 1e9),
+    ).solve_lp()  # fmt: skip
+    assert lp.value < free.value - 1e-6
+    assert np.all(lp.constraint_values <= cmdp.limits + 1e-7)
+    assert np.any(np.isclose(lp.constraint_values, cmdp.limits, rtol=1e-6))
+
+
+# --- the target-drift bias -----------------------------------------------------
+
+
+@pytest.mark.parametrize("lr", [0.03, 0.3])
+def test_only_the_mixed_critic_drifts_with_the_multipliers(lr):
+    """A fixed policy, moving multipliers: the dedicated critics converge to the
+    truth, the mixed critic stays behind its moving target, more so the faster
+    the multipliers move."""
+    cmdp = make_random_cmdp(random_state=0)
+    params = {
+        "actor_lr": 0.0,
+        "multiplier": "gradient",
+        "lambda_lr": lr,
+        "max_iter": 4000,
+    }
+    dedicated = _fit(cmdp, critic="dedicated", **params).critic_bias_[-500:].mean()
+    mixed = _fit(cmdp, critic="mixed", **params).critic_bias_[-500:].mean()
+    assert dedicated < 1e-3 * mixed
+    assert mixed > 100 * lr
+
+
+def test_mixed_bias_grows_with_the_multiplier_step():
+    cmdp = make_random_cmdp(random_state=1)
+    bias = [
+        _fit(
+            cmdp, critic="mixed", actor_lr=0.0, multiplier="gradient",
+            lambda_lr=lr, max_iter=3000,
+        ).critic_bias_[-500:].mean()
+        for lr in (0.01, 0.1, 1.0)
+    ]  # fmt: skip
+    assert bias[0] < bias[1] < bias[2]
+
+
+# --- reaching the LP optimum ---------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dedicated_critics_reach_the_lp_optimum(seed):
+    cmdp = make_random_cmdp(n_constraints=2 + seed % 2, random_state=seed)
+    agent = _fit(cmdp)
+    assert solves(agent, cmdp, cmdp.solve_lp())
+
+
+def test_a_slow_mixed_critic_misses_the_optimum_where_dedicated_ones_reach_it():
+    cmdp = make_random_cmdp(random_state=2)
+    lp = cmdp.solve_lp()
+    assert solves(_fit(cmdp, critic="dedicated"), cmdp, lp)
+    assert not solves(_fit(cmdp, critic="mixed"), cmdp, lp)
+
+
+def test_plain_gradient_multipliers_keep_cycling():
+    cmdp = make_random_cmdp(random_state=0)
+    with pytest.warns(ConvergenceWarning, match="did not settle"):
+        agent = TabularLagrangian(multiplier="gradient", max_iter=1500).fit(cmdp)
+    assert np.ptp(agent.multipliers_[-200:], axis=0).max() > 1e-2
+
+
+def test_tabular_agent_predicts_and_pickles():
+    cmdp = make_random_cmdp(random_state=0)
+    agent = _fit(cmdp, max_iter=100)
+    back = pickle.loads(pickle.dumps(agent))
+    np.testing.assert_array_equal(
+        back.predict(np.arange(10)), agent.predict(np.arange(10))
+    )
+    assert clone(agent).get_params() == agent.get_params()
+    with pytest.raises(ValueError, match=r"in \[0, 10\)"):
+        agent.predict(np.array([10]))
+    with pytest.raises(ValueError, match="integer state indices"):
+        agent.predict(np.array([0.5]))
+
+
+def test_tabular_bad_input_is_named():
+    with pytest.raises(TypeError, match="takes a TabularCMDP"):
+        TabularLagrangian().fit(np.zeros((3, 3)))
+    with pytest.raises(InvalidParameterError, match="critic"):
+        TabularLagrangian(critic="shared").fit(make_random_cmdp(random_state=0))
+    with pytest.raises(InvalidParameterError, match="critic_lr"):
+        TabularLagrangian(critic_lr=1.5).fit(make_random_cmdp(random_state=0))
+
+
+# --- the grid and the deep agent -----------------------------------------------
+
+
+def test_grid_costs_rise_when_every_renewable_kilowatt_is_injected():
+    env = DistributionGridEnv()
+
+    def day(action):
+        env.reset(seed=3)
+        ret, costs, done = 0.0, np.zeros(2), False
+        while not done:
+            _, r, term, trunc, info = env.step(action)
+            ret, costs, done = ret + r, costs + info["costs"], term or trunc
+        return ret, costs
+
+    full, half = day(np.array([1, 1, 0, 0.0])), day(np.array([0, 0, 0, 0.0]))
+    assert full[0] > half[0]  # less energy lost
+    assert np.all(full[1] > half[1])  # but both limits strained
+    assert full[1][1] > GRID_LIMITS[1] and half[1][1] <= GRID_LIMITS[1]
+
+
+def test_grid_power_flow_has_no_drop_without_injections():
+    env = DistributionGridEnv()
+    voltage, apparent, losses = env.power_flow(np.zeros(6), np.zeros(6))
+    np.testing.assert_allclose(voltage, 1.0)
+    assert losses == 0 and np.all(apparent == 0)
+    # a load far down the feeder lowers every voltage on its path
+    p = np.zeros(6)
+    p[3] = -0.3
+    voltage, _, losses = env.power_flow(p, np.zeros(6))
+    assert voltage[3] < voltage[2] < voltage[1] < 1.0 and losses > 0
+
+
+def test_grid_rejects_bad_actions():
+    env = DistributionGridEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="4 finite numbers"):
+        env.step(np.ones(3))
+
+
+@pytest.fixture(scope="module")
+def trained_agents():
+    out = {}
+    for critic in ("dedicated", "mixed"):
+        agent = LagrangianActorCritic(
+            critic=critic, cost_limits=GRID_LIMITS, n_updates=40, random_state=0
+        )
+        out[critic] = agent.fit(DistributionGridEnv())
+    return out
+
+
+def test_dedicated_critics_bring_the_grid_costs_within_limits(trained_agents):
+    limits = np.asarray(GRID_LIMITS)
+    dedicated = trained_agents["dedicated"].constraint_values_[-10:].mean(axis=0)
+    mixed = trained_agents["mixed"].constraint_values_[-10:].mean(axis=0)
+    assert np.all(dedicated <= limits)
+    assert np.all(mixed > limits)  # the mixed critic cannot follow its target
+    lam = trained_agents["mixed"].multipliers_
+    assert np.all(lam[-1] > lam[10])  # its multipliers keep climbing
+
+
+def test_deep_agent_acts_within_the_action_box_and_pickles(trained_agents):
+    agent = trained_agents["dedicated"]
+    obs = np.stack([DistributionGridEnv().reset(seed=s)[0] for s in range(5)])
+    det = agent.predict(obs)
+    drawn = agent.sample(obs, random_state=0)
+    assert det.shape == drawn.shape == (5, 4)
+    assert np.all(np.abs(drawn) <= 1) and np.all(np.abs(det) <= 1)
+    np.testing.assert_array_equal(agent.sample(obs, random_state=0), drawn)
+    back = pickle.loads(pickle.dumps(agent))
+    np.testing.assert_allclose(back.predict(obs), det)
+    assert agent.multipliers_.shape == (41, 2)
+
+
+class _CostsEnv(gym.Env):
+    """One-step environment with a configurable info."""
+
+    def __init__(self, info):
+        self.info = info
+        self.observation_space = gym.spaces.Box(-1, 1, shape=(2,))
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, dtype=np.float32), 0.0, True, False, dict(self.info)
+
+
+@pytest.mark.parametrize(
+    "info, limits, match",
+    [
+        ({"costs": [0.1, 0.2]}, [1.0], "cost_limits has 1 entries; the environment"),
+        ({"costs": [0.1]}, [-1.0], "non-negative"),
+        ({}, [1.0], "no 'costs'"),
+        ({"costs": [-0.5]}, [1.0], "negative costs"),
+        ({"costs": [0.1]}, None, "needs cost_limits"),
+    ],
+)
+def test_deep_agent_names_bad_costs_and_limits(info, limits, match):
+    with pytest.raises(ValueError, match=match):
+        LagrangianActorCritic(cost_limits=limits, n_updates=1).fit(_CostsEnv(info))
+
+
+def test_deep_agent_refuses_what_is_not_an_environment():
+    with pytest.raises(TypeError, match="gymnasium environment"):
+        LagrangianActorCritic(cost_limits=[1.0]).fit(np.zeros((3, 2)))
+
+
+def test_deep_agent_learns_a_discrete_constrained_choice():
+    """Action 1 pays 1 and costs 1, action 0 neither (one-step episodes): with
+    a loose limit the agent takes action 1; with a limit of 0.3 its
+    multiplier rises past 1, the price at which action 1 stops paying, and
+    the agent turns to action 0."""
+
+    class Choice(_CostsEnv):
+        def step(self, action):
+            a = float(action)
+            return np.zeros(2, dtype=np.float32), a, True, False, {"costs": [a]}
+
+    params = {"n_updates": 60, "n_episodes_per_update": 32, "lambda_lr": 0.5}
+    params.update(pid_kp=0.5, entropy_coef=0.01, random_state=0)
+    loose = LagrangianActorCritic(cost_limits=[1.0], **params).fit(Choice({}))
+    tight = LagrangianActorCritic(cost_limits=[0.3], **params).fit(Choice({}))
+    assert loose.constraint_values_[-15:].mean() > 0.9
+    assert tight.multipliers_.max() > 1.0
+    assert tight.constraint_values_[-15:].mean() < 0.3
