@@ -10,6 +10,7 @@ from sklearn_ext.datasets._docstring_retrieval import (
     load_docstring_retrieval,
 )
 from sklearn_ext.datasets._graph_multitask import make_graph_multitask
+from sklearn_ext.datasets._lcdb import load_lcdb_curves
 from sklearn_ext.datasets._longtail_multilabel import make_longtail_multilabel
 from sklearn_ext.datasets._mazes import make_mazes
 from sklearn_ext.datasets._mfeat import load_mfeat
@@ -25,6 +26,7 @@ __all__ = [
     "encode_tokens",
     "load_bibtex",
     "load_docstring_retrieval",
+    "load_lcdb_curves",
     "load_mfeat",
     "load_mice_connectomes",
     "make_brain_cohort",
