@@ -33,11 +33,9 @@ def _fit(cmdp, **params):
 
 def test_multiplier_step_is_projected_dual_ascent_without_pid_terms():
     state = {"integral": np.array([0.5, 0.0]), "previous": np.zeros(2)}
-    lam = multiplier_step(
-        np.zeros(2), np.array([1.0, -2.0]), state, lr=0.1, kp=0.0, kd=0.0
-    )
+    lam = multiplier_step(np.array([1.0, -2.0]), state, lr=0.1, kp=0.0, kd=0.0)
     np.testing.assert_allclose(lam, [0.6, 0.0])  # projected on lambda >= 0
-    lam = multiplier_step(lam, np.array([1.0, 1.0]), state, lr=0.1, kp=2.0, kd=1.0)
+    lam = multiplier_step(np.array([1.0, 1.0]), state, lr=0.1, kp=2.0, kd=1.0)
     # integral 0.7 / 0.1, proportional 2, derivative (1 - 1) and (1 + 2)
     np.testing.assert_allclose(lam, [2.7, 5.1])
 

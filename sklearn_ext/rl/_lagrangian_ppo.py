@@ -13,7 +13,12 @@ from sklearn.utils import check_random_state
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, require_gymnasium, rl_tags
 from sklearn_ext.rl._lagrangian_tabular import multiplier_step
-from sklearn_ext.rl._mo_agent import _encode, _encoding_of_space, _feature_dim
+from sklearn_ext.rl._mo_agent import (
+    _encode,
+    _encoding_of_space,
+    _feature_dim,
+    check_observations,
+)
 from sklearn_ext.rl._rollouts import lockstep_episodes
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
@@ -288,7 +293,8 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
             )
         probe = copy.deepcopy(env)
         probe.reset(seed=0)
-        info = probe.step(space.sample())[-1]
+        probe.action_space.seed(0)
+        info = probe.step(probe.action_space.sample())[-1]
         if "costs" not in info:
             raise ValueError(
                 "the environment's info has no 'costs': LagrangianActorCritic needs "
@@ -384,7 +390,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
             net.train()
             self._ppo(net, optimizer, batch, context)
             lam = multiplier_step(
-                lam, costs[-1] - limits, pid, lr=self.lambda_lr, kp=kp, kd=kd
+                costs[-1] - limits, pid, lr=self.lambda_lr, kp=kp, kd=kd
             )
             lams.append(lam.copy())
         self.module_ = net.to("cpu").eval()
@@ -490,13 +496,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
 
     def _inference(self, X, random_state=None, deterministic=True):
         check_is_fitted(self, "module_")
-        X = np.asarray(X)
-        if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-            raise ValueError(f"observations must be numeric; got dtype {X.dtype}.")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("observations contain NaN or infinity.")
-        if self.obs_encoding_[0] != "discrete" and X.ndim == 1:
-            X = X[None, :]
+        X = check_observations(self.obs_encoding_, X)
         context = self._torch_context()
         generator = None
         if not deterministic:

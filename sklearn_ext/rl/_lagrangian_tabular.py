@@ -46,7 +46,7 @@ NOT_A_TABLE = (
 )
 
 
-def multiplier_step(lam, violation, state, *, lr, kp, kd):
+def multiplier_step(violation, state, *, lr, kp, kd):
     """One projected PID step of the Lagrange multipliers.
 
     ``violation`` is ``J_c - limit`` per constraint. The integral term is the
@@ -58,26 +58,36 @@ def multiplier_step(lam, violation, state, *, lr, kp, kd):
 
     Parameters
     ----------
-    lam : ndarray of shape (n_constraints,)
-        Current multipliers (unused beyond their shape; the state holds the
-        integral).
     violation : ndarray of shape (n_constraints,)
         Constraint value minus its limit.
     state : dict
-        ``{"integral": ndarray, "previous": ndarray}``, updated in place.
-    lr, kp, kd : float
-        Integral, proportional and derivative gains.
+        ``{"integral": ndarray, "previous": ndarray}`` (start them at the
+        initial multipliers and at zero), updated in place.
+    lr : float
+        Integral gain (the dual step size).
+    kp : float
+        Proportional gain.
+    kd : float
+        Derivative gain.
 
     Returns
     -------
     lam : ndarray of shape (n_constraints,)
         The new multipliers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.rl import multiplier_step
+    >>> state = {"integral": np.zeros(2), "previous": np.zeros(2)}
+    >>> multiplier_step(np.array([1.0, -1.0]), state, lr=0.5, kp=0.0, kd=0.0)
+    array([0.5, 0. ])
     """
+    violation = np.asarray(violation, dtype=np.float64)
     state["integral"] = np.maximum(0.0, state["integral"] + lr * violation)
     derivative = violation - state["previous"]
     state["previous"] = violation.copy()
-    out = state["integral"] + kp * violation + kd * derivative
-    return np.maximum(0.0, out).reshape(np.shape(lam))
+    return np.maximum(0.0, state["integral"] + kp * violation + kd * derivative)
 
 
 def _q_values(cmdp, pi, rewards):
@@ -298,7 +308,7 @@ class TabularLagrangian(BaseEstimator):
             logits = logits + step
             logits -= logits.max(axis=1, keepdims=True)
             new_lam = multiplier_step(
-                lam, values[1:] - d, pid, lr=self.lambda_lr, kp=kp, kd=kd
+                values[1:] - d, pid, lr=self.lambda_lr, kp=kp, kd=kd
             )
             moved = max(
                 np.abs(_softmax(logits) - pi).max(), np.abs(new_lam - lam).max()

@@ -91,6 +91,22 @@ def _feature_dim(encoding):
     return int(info[0])
 
 
+def check_observations(encoding, X):
+    """Inference observations as a numeric array, one row per observation.
+
+    Refuses non-numeric or non-finite values; a single feature observation
+    (1-D, for a non-discrete encoding) becomes one row.
+    """
+    X = np.asarray(X)
+    if X.dtype == object or not np.issubdtype(X.dtype, np.number):
+        raise ValueError(f"observations must be numeric; got dtype {X.dtype}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("observations contain NaN or infinity.")
+    if encoding[0] != "discrete" and X.ndim == 1:
+        X = X[None, :]
+    return X
+
+
 def _encode(encoding, observations):
     """Feature matrix (n, feature_dim) of a batch of observations."""
     kind, info = encoding
@@ -649,14 +665,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
     def _features(self, X):
         check_is_fitted(self)
-        X = np.asarray(X)
-        if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-            raise ValueError(f"observations must be numeric; got dtype {X.dtype}.")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("observations contain NaN or infinity.")
-        if self.obs_encoding_[0] != "discrete" and X.ndim == 1:
-            X = X[None, :]
-        return _encode(self.obs_encoding_, X)
+        return _encode(self.obs_encoding_, check_observations(self.obs_encoding_, X))
 
     def _draws(self, X, taus):
         torch = import_torch()

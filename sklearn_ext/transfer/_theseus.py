@@ -3,7 +3,6 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -18,6 +17,7 @@ from sklearn_ext.transfer._models import (
     linear_io,
     with_update,
 )
+from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -231,12 +231,10 @@ class TaskVectorTransporter(BaseEstimator):
                 )
         hidden = max([*source.widths[1:-1], *target.widths[1:-1]], default=0)
         if X.shape[0] < hidden:
-            warnings.warn(
+            warn(
                 f"{X.shape[0]} calibration rows for hidden spaces of up to "
                 f"{hidden} units: the alignment is underdetermined; pass at "
-                "least as many rows as hidden units.",
-                UserWarning,
-                stacklevel=2,
+                "least as many rows as hidden units."
             )
         io_a = linear_io(source_base, source, X)
         io_b = linear_io(target_base, target, X)
