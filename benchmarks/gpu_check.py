@@ -378,6 +378,43 @@ def check_lagrangian_on_gpu():
     }
 
 
+def check_pareto_selection_on_gpu():
+    """ParetoModelSelector choosing between torch classifiers on the GPU and a
+    scikit-learn one: landmark fits, full fits and refits on the device, the
+    front's objectives finite, and the pickled selector predicting on a
+    CPU-only machine.
+    """
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    from sklearn_ext.model_selection import ParetoModelSelector
+    from sklearn_ext.unlearning import UnlearnableMLPClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    candidates = [
+        LogisticRegression(max_iter=2000),
+        UnlearnableMLPClassifier((64,), max_iter=30, device=GPU, random_state=0),
+        UnlearnableMLPClassifier((256, 256), max_iter=30, device=GPU, random_state=0),
+    ]
+    sel = ParetoModelSelector(candidates, random_state=0).fit(X, y)
+    finite = bool(np.isfinite(sel.pareto_front_["objectives"]).all())
+    devices = sorted(
+        {str(getattr(e, "device_", "cpu")) for e in sel.front_estimators_.values()}
+    )
+    p_unpickled = _unpickle_without_cuda(sel, X)
+    pickled_ok = bool(np.array_equal(p_unpickled, sel.predict(X)))
+    return {
+        "estimator": "ParetoModelSelector(torch + sklearn candidates)",
+        "front": sel.pareto_front_["candidates"].tolist(),
+        "levels": sel.levels_.tolist(),
+        "front_devices": devices,
+        "objectives_finite": finite,
+        "pickle_to_cpu": {"ok": pickled_ok},
+        "ok": finite and pickled_ok,
+    }
+
+
 def main():
     import torch
 
@@ -407,6 +444,7 @@ def main():
         ("HAMUUnlearner", check_unlearning_on_gpu),
         ("TaskVectorTransporter", check_transfer_on_gpu),
         ("LagrangianActorCritic", check_lagrangian_on_gpu),
+        ("ParetoModelSelector", check_pareto_selection_on_gpu),
         ("IMVC on mfeat", check_imvc_mfeat_defaults),
         ("TGINEE directed", check_tginee_directed_missing),
     ):

@@ -128,11 +128,16 @@ def test_check_param_validation(estimator):
 
 
 def _comparable(params):
-    # Nested estimators are cloned, i.e. equal by parameters, not by identity.
-    return {
-        k: (type(v), _comparable(v.get_params())) if hasattr(v, "get_params") else v
-        for k, v in params.items()
-    }
+    # Nested estimators (alone or in a list) are cloned, i.e. equal by
+    # parameters, not by identity.
+    def one(v):
+        if hasattr(v, "get_params"):
+            return type(v), _comparable(v.get_params())
+        if isinstance(v, (list, tuple)):
+            return type(v), [one(x) for x in v]
+        return v
+
+    return {k: one(v) for k, v in params.items()}
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
