@@ -1,7 +1,7 @@
 """
-=====================================================================
+========================================================================
 Finding the accuracy / fit-time front without fitting every model: LAMPS
-=====================================================================
+========================================================================
 
 Eight scikit-learn classifiers compete on the digits. Which of them are worth
 keeping when both the validation error and the fit time matter? The answer is
@@ -53,7 +53,7 @@ for policy, sel in runs.items():
 
 # %%
 # Where each candidate lands, and how far LAMPS took it
-# ----------------------------------------------------
+# -----------------------------------------------------
 # Grey points are every candidate's full cross-validated (error, fit time)
 # from the exhaustive search. LAMPS fitted in full only the candidates ringed
 # in red; the others stopped at their first landmark, whose (error, fit time)
