@@ -262,7 +262,7 @@ def test_policy_bad_input(lcdb):
         MetaAllocationPolicy().fit(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="at least n_splits=3"):
         MetaAllocationPolicy().fit([LandmarkProblem.from_lcdb(lcdb, 0)[0]])
-    with pytest.raises(ValueError, match="increasing training fractions"):
+    with pytest.raises(ValueError, match="increasing fractions of the training set"):
         MetaAllocationPolicy(landmarks=(0.5, 0.1)).fit(lcdb)
     with pytest.raises(ValueError, match="quantiles must be"):
         MetaAllocationPolicy(quantiles=(0.7,)).fit(lcdb)

@@ -42,6 +42,7 @@ from sklearn.utils import check_random_state
 
 from sklearn_ext.model_selection._landmarks import (
     LandmarkProblem,
+    check_landmarks,
     comparable,
     finish,
     normalised_hypervolume,
@@ -533,18 +534,7 @@ class MetaAllocationPolicy(BaseEstimator):
         return LandmarkProblem.from_lcdb(lcdb, dataset, tuple(self.landmarks))[0]
 
     def _check(self):
-        landmarks = np.asarray(self.landmarks, dtype=np.float64)
-        if (
-            landmarks.ndim != 1
-            or not len(landmarks)
-            or np.any(landmarks <= 0)
-            or np.any(landmarks >= 1)
-            or np.any(np.diff(landmarks) <= 0)
-        ):
-            raise ValueError(
-                "landmarks must be increasing training fractions in (0, 1); got "
-                f"{self.landmarks!r}."
-            )
+        check_landmarks(self.landmarks)
         for name, hi, bracket in (("quantiles", 0.5, "]"), ("thresholds", 1, ")")):
             v = np.asarray(getattr(self, name), dtype=np.float64)
             above = v > hi if bracket == "]" else v >= hi

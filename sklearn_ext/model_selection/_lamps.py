@@ -27,7 +27,11 @@ from sklearn_ext.model_selection._allocation import (
     allocate,
     successive_halving,
 )
-from sklearn_ext.model_selection._landmarks import comparable, normalised_hypervolume
+from sklearn_ext.model_selection._landmarks import (
+    check_landmarks,
+    comparable,
+    normalised_hypervolume,
+)
 from sklearn_ext.model_selection._pareto import pareto_mask
 from sklearn_ext.utils._sklearn_compat import (
     HasMethods,
@@ -358,18 +362,7 @@ class ParetoModelSelector(MetaEstimatorMixin, BaseEstimator):
                 )
         if self.policy == "exhaustive":
             return cands, task, objectives, np.zeros(0)
-        landmarks = np.asarray(self.landmarks, dtype=np.float64)
-        if (
-            landmarks.ndim != 1
-            or not len(landmarks)
-            or np.any(landmarks <= 0)
-            or np.any(landmarks >= 1)
-            or np.any(np.diff(landmarks) <= 0)
-        ):
-            raise ValueError(
-                "landmarks must be increasing fractions of the training fold in "
-                f"(0, 1); got {self.landmarks!r}."
-            )
+        landmarks = check_landmarks(self.landmarks, "the training fold")
         if self.budget is not None and self.budget < landmarks[0]:
             raise ValueError(
                 f"budget={self.budget} is below the cost of one landmark pass: every "

@@ -19,10 +19,27 @@ import numpy as np
 
 from sklearn_ext.model_selection._pareto import hypervolume, pareto_mask
 
-__all__ = ["LandmarkProblem", "SearchResult", "comparable"]
+__all__ = ["LandmarkProblem", "SearchResult", "check_landmarks", "comparable"]
 
 #: Reference point of every normalised hypervolume, in each objective.
 REFERENCE = 1.1
+
+
+def check_landmarks(landmarks, where="the training set"):
+    """Landmark fractions as an array, or a ValueError naming the problem."""
+    fractions = np.asarray(landmarks, dtype=np.float64)
+    if (
+        fractions.ndim != 1
+        or not len(fractions)
+        or np.any(fractions <= 0)
+        or np.any(fractions >= 1)
+        or np.any(np.diff(fractions) <= 0)
+    ):
+        raise ValueError(
+            f"landmarks must be increasing fractions of {where} in (0, 1); got "
+            f"{landmarks!r}."
+        )
+    return fractions
 
 
 def comparable(values, kinds):
