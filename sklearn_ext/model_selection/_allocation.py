@@ -36,7 +36,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.ensemble import HistGradientBoostingRegressor
 from sklearn.model_selection import GroupKFold
 from sklearn.utils import check_random_state
 
@@ -204,6 +203,8 @@ def _training_rows(problems, level):
 def _fit_predictors(problems, n_landmarks, quantiles, max_iter, random_state):
     """Per landmark: mean and lower-quantile regressors of the full error and
     log fit time (as deltas from the landmark's values)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor  # not at import
+
     models = []
     for level in range(n_landmarks):
         X, Y, _ = _training_rows(problems, level)
@@ -303,14 +304,11 @@ def allocate(
     -------
     level : ndarray of int
         Highest fidelity reached by each candidate.
-    observed : dict
-        ``(candidate, level) -> objectives``.
-    spent : float
     """
     n, top = sizes.shape[0], sizes.shape[1] - 1
     n_obj = len(kinds)
     cost_cols = [j for j, k in enumerate(kinds) if k == "cost"]
-    observed, costs = {}, np.zeros((n, top + 1))
+    costs = np.zeros((n, top + 1))
     err = np.zeros((n, top + 1))
     mean = np.zeros((n, n_obj))
     low = np.zeros((n, n_obj))
@@ -323,7 +321,6 @@ def allocate(
         nonlocal spent
         obj, cost = evaluate(i, lv)
         obj = np.asarray(obj, dtype=np.float64)
-        observed[i, lv] = obj
         costs[i, lv], err[i, lv] = max(cost, 1e-6), obj[0]
         spent += cost
         here = comparable(obj, kinds)
@@ -375,14 +372,14 @@ def allocate(
         j = int(np.argmax(g_opt / np.maximum(price, 1e-6) ** cost_exponent))
         level[cand[j]] = nxt[j]
         observe(cand[j], nxt[j])
-    return level, observed, spent
+    return level
 
 
 def _replay(
     problem, policy_models, quantile, threshold, cost_exponent, budget=None, refine=True
 ):
     problem.reset()
-    level, _, _ = allocate(
+    level = allocate(
         problem.evaluate,
         problem.sizes,
         problem.kinds,

@@ -95,7 +95,7 @@ class _LiveProblem:
         return self
 
     def _one_fold(self, estimator, fold, level):
-        train, test = self.splits[fold]
+        test = self.splits[fold][1]
         idx = self.orders[fold][: self.rows[fold, level]]
         est = clone(estimator)
         start = time.perf_counter()
