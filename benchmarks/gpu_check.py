@@ -19,7 +19,8 @@ Then ``IPBTSearchCV`` drives ``NBCGClassifier`` on the GPU with forced restarts
 (exploit copies and shrink-and-perturb of device modules, the replay refit, and
 pickling the search to a CPU-only process), HAMUUnlearner unlearns on the
 device, TaskVectorTransporter moves a task vector between torch chains
-that live on the device, and LagrangianActorCritic trains on the grid.
+that live on the device, LagrangianActorCritic trains on the grid and
+ConstrainedMaxMinMORL on the thermal model.
 
 ``GPU_CHECK_DRY_RUN=1`` runs the same steps with "cpu" standing in for "cuda"
 and a tenth of the timing size, to try the script on a machine without a GPU.
@@ -378,6 +379,34 @@ def check_lagrangian_on_gpu():
     }
 
 
+def check_maxmin_on_gpu():
+    """ConstrainedMaxMinMORL trains on the thermal model on the device.
+
+    A few PPO updates with vector rewards, an energy budget and factorised
+    (MultiDiscrete) actions; the weights must stay on the simplex, the
+    multipliers finite, and the unpickled agent must predict the same
+    heater levels in a process without CUDA.
+    """
+    from sklearn_ext.rl import BuildingThermalEnv, ConstrainedMaxMinMORL
+
+    env = BuildingThermalEnv()
+    obs = np.stack([env.reset(seed=s)[0] for s in range(8)])
+    agent = ConstrainedMaxMinMORL(
+        constraints=[290.0], n_updates=5, max_episode_steps=env.horizon,
+        device=GPU, random_state=0,
+    ).fit(env)  # fmt: skip
+    same = np.array_equal(_unpickle_without_cuda(agent, obs), agent.predict(obs))
+    simplex = bool(np.allclose(agent.weights_path_.sum(axis=1), 1.0))
+    finite = bool(np.all(np.isfinite(agent.multipliers_)))
+    return {
+        "estimator": "ConstrainedMaxMinMORL (BuildingThermalEnv)",
+        "device_": agent.device_,
+        "weights": agent.weights_.tolist(),
+        "pickle_to_cpu": bool(same),
+        "ok": bool(same and simplex and finite and agent.device_.startswith(GPU)),
+    }
+
+
 def check_pareto_selection_on_gpu():
     """ParetoModelSelector choosing between torch classifiers on the GPU and a
     scikit-learn one: landmark fits, full fits and refits on the device, the
@@ -444,6 +473,7 @@ def main():
         ("HAMUUnlearner", check_unlearning_on_gpu),
         ("TaskVectorTransporter", check_transfer_on_gpu),
         ("LagrangianActorCritic", check_lagrangian_on_gpu),
+        ("ConstrainedMaxMinMORL", check_maxmin_on_gpu),
         ("ParetoModelSelector", check_pareto_selection_on_gpu),
         ("IMVC on mfeat", check_imvc_mfeat_defaults),
         ("TGINEE directed", check_tginee_directed_missing),

@@ -1,6 +1,7 @@
 """Reinforcement learning: agents, tabular (C)MDPs, task families, guarantees.
 
-The environments (:class:`GoalGridWorld`, :class:`BridgeWorld`) and rolling
+The environments (:class:`GoalGridWorld`, :class:`BridgeWorld`,
+:class:`DistributionGridEnv`, :class:`BuildingThermalEnv`) and rolling
 policies out need gymnasium, in the optional extra ``rl``
 (``pip install 'sklearn-ext[rl]'``); the rest needs only numpy and scipy.
 """
@@ -18,6 +19,14 @@ from sklearn_ext.rl._lagrangian_tabular import (
     make_random_cmdp,
     multiplier_step,
 )
+from sklearn_ext.rl._maxmin import (
+    MaxMinSolution,
+    TabularMOMDP,
+    make_random_momdp,
+    solve_maxmin_lp,
+    solve_weighted_lp,
+)
+from sklearn_ext.rl._maxmin_agent import ConstrainedMaxMinMORL
 from sklearn_ext.rl._mdp import LPSolution, TabularCMDP, TabularMDP
 from sklearn_ext.rl._mo_agent import MOQuantileAgent
 from sklearn_ext.rl._qlearning import TabularQLearning
@@ -28,24 +37,31 @@ from sklearn_ext.rl._task_families import BridgeTaskFamily
 # the family imports without the optional extra.
 _ENVIRONMENTS = {
     "BridgeWorld": "_environments",
+    "BuildingThermalEnv": "_thermal_env",
     "DistributionGridEnv": "_grid_env",
     "GoalGridWorld": "_environments",
 }
 
 __all__ = [
     "BridgeTaskFamily",
+    "ConstrainedMaxMinMORL",
     "KRQuantileRegressor",
     "LagrangianActorCritic",
     "LPSolution",
+    "MaxMinSolution",
     "MOQuantileAgent",
     "MultiTaskGuarantee",
     "TabularCMDP",
     "TabularLagrangian",
     "TabularMDP",
+    "TabularMOMDP",
     "TabularQLearning",
     "collect_returns",
     "make_random_cmdp",
+    "make_random_momdp",
     "multiplier_step",
+    "solve_maxmin_lp",
+    "solve_weighted_lp",
     *_ENVIRONMENTS,
 ]
 

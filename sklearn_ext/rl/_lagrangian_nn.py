@@ -27,11 +27,25 @@ class ActorCritic(nn.Module):
         Value heads: ``1 + n_constraints`` (dedicated) or 1 (mixed).
     hidden : int
         Width of the two hidden layers of each network.
+    nvec : sequence of int, default=None
+        Sizes of the sub-actions of a MultiDiscrete action: the policy is a
+        product of independent categoricals, one per sub-action, its logits
+        padded to the largest size (the padding has probability zero).
+        ``n_actions`` is then ignored.
     """
 
-    def __init__(self, n_features, n_actions, continuous, n_heads, hidden):
+    def __init__(self, n_features, n_actions, continuous, n_heads, hidden, nvec=None):
         super().__init__()
         self.continuous = bool(continuous)
+        self.factorised = nvec is not None
+        if self.factorised:
+            nvec = [int(n) for n in nvec]
+            width = max(nvec)
+            n_actions = len(nvec) * width
+            mask = torch.zeros(len(nvec), width)
+            for i, n in enumerate(nvec):
+                mask[i, n:] = -1e9
+            self.register_buffer("mask", mask)
         self.actor = _mlp([n_features, hidden, hidden, n_actions])
         self.critic = _mlp([n_features, hidden, hidden, n_heads])
         start = -0.5 if continuous else 0.0
@@ -42,15 +56,17 @@ class ActorCritic(nn.Module):
         out = torch.tanh(self.actor(obs)) if self.continuous else self.actor(obs)
         if self.continuous:
             return torch.distributions.Normal(out, self.log_std.exp().expand_as(out))
+        if self.factorised:
+            out = out.reshape(-1, *self.mask.shape) + self.mask
         return torch.distributions.Categorical(logits=out)
 
     def log_prob(self, dist, actions):
         lp = dist.log_prob(actions)
-        return lp.sum(-1) if self.continuous else lp
+        return lp.sum(-1) if self.continuous or self.factorised else lp
 
     def entropy(self, dist):
         ent = dist.entropy()
-        return ent.sum(-1) if self.continuous else ent
+        return ent.sum(-1) if self.continuous or self.factorised else ent
 
     def values(self, obs):
         """Value heads, shape (n, n_heads)."""

@@ -250,14 +250,41 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
     def _build_module(self, attr="module_"):
         from sklearn_ext.rl._lagrangian_nn import ActorCritic
 
-        heads = 1 + self.n_constraints_ if self.critic == "dedicated" else 1
+        heads = self.n_rewards_ + self.n_constraints_
         return ActorCritic(
             _feature_dim(self.obs_encoding_),
             self.n_actions_,
             self.continuous_,
-            heads,
+            heads if self.critic == "dedicated" else 1,
             self.hidden,
+            nvec=self.nvec_,
         )
+
+    # Hooks of the reward side, overridden by agents with vector rewards
+    # (ConstrainedMaxMinMORL): the name of the limits parameter, the reward
+    # width the environment must have, the reward weights and their update.
+    _limits_param = "cost_limits"
+    _limits_required = True
+
+    def _check_reward_width(self, width):
+        if width != 1:
+            raise ValueError(
+                f"{type(self).__name__} needs a scalar reward; the environment "
+                f"returns a vector of {width} (ConstrainedMaxMinMORL takes "
+                "vector rewards)."
+            )
+
+    def _initial_weights(self):
+        return np.ones(1)
+
+    def _weights_step(self, weights, returns, step):
+        return weights
+
+    def _violation(self, costs, limits):
+        return costs - limits
+
+    def _record_weights(self, weights):
+        """Store the reward weights of each update (nothing to store here)."""
 
     def _check_env(self, env):
         gym = require_gymnasium("LagrangianActorCritic")
@@ -266,44 +293,59 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
                 "LagrangianActorCritic.fit takes a gymnasium environment whose "
                 f"info['costs'] holds the constraint costs; got {type(env).__name__}."
             )
-        limits = self.cost_limits
-        if limits is None:
+        name, param = type(self).__name__, self._limits_param
+        limits = getattr(self, param)
+        if limits is None and self._limits_required:
             raise ValueError(
-                "LagrangianActorCritic needs cost_limits: one limit per constraint "
+                f"{name} needs {param}: one limit per constraint "
                 "cost the environment reports in info['costs']."
             )
-        limits = np.asarray(limits, dtype=np.float64).reshape(-1)
+        unconstrained = limits is None
+        limits = np.asarray([] if unconstrained else limits, dtype=np.float64)
+        limits = limits.reshape(-1)
         if not np.all(np.isfinite(limits)):
-            raise ValueError("cost_limits must be finite numbers.")
+            raise ValueError(f"{param} must be finite numbers.")
         if np.any(limits < 0):
             raise ValueError(
-                f"cost_limits must be non-negative (costs are non-negative); got "
+                f"{param} must be non-negative (costs are non-negative); got "
                 f"{limits.tolist()}."
             )
         space = env.action_space
-        if isinstance(space, gym.spaces.Box):
+        self.nvec_ = None
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            self.continuous_ = False
+            self.nvec_ = np.ravel(space.nvec).astype(np.int64)
+            self.n_actions_ = int(self.nvec_.size)
+        elif isinstance(space, gym.spaces.Box):
             self.continuous_, self.n_actions_ = True, int(np.prod(space.shape))
             self._low, self._high = np.ravel(space.low), np.ravel(space.high)
         elif isinstance(space, gym.spaces.Discrete):
             self.continuous_, self.n_actions_ = False, int(space.n)
         else:
             raise ValueError(
-                "LagrangianActorCritic needs a Box or Discrete action space; got "
-                f"{type(space).__name__}."
+                f"{name} needs a Box, Discrete or MultiDiscrete action space; "
+                f"got {type(space).__name__}."
             )
         probe = copy.deepcopy(env)
         probe.reset(seed=0)
         probe.action_space.seed(0)
-        info = probe.step(probe.action_space.sample())[-1]
+        step = probe.step(probe.action_space.sample())
+        reward, info = step[1], step[-1]
         if "costs" not in info:
             raise ValueError(
-                "the environment's info has no 'costs': LagrangianActorCritic needs "
+                f"the environment's info has no 'costs': {name} needs "
                 "info['costs'], one cost per constraint, at every step."
             )
+        self._check_reward_width(np.size(reward))
+        self.n_rewards_ = int(np.size(reward))
         costs = np.ravel(np.asarray(info["costs"], dtype=np.float64))
+        if unconstrained:
+            # No limits (where the agent allows it): every cost is unbounded,
+            # so its multiplier stays at zero.
+            limits = np.full(costs.shape, np.inf)
         if costs.shape != limits.shape:
             raise ValueError(
-                f"cost_limits has {limits.size} entries; the environment reports "
+                f"{param} has {limits.size} entries; the environment reports "
                 f"{costs.size} costs per step."
             )
         if np.any(costs < 0):
@@ -330,8 +372,11 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
                     noise = torch.randn(dist.mean.shape, generator=generator)
                     a = dist.mean + dist.stddev * noise.to(dist.mean)
                 else:
-                    a = torch.multinomial(dist.probs.cpu(), 1, generator=generator)
-                    a = a.reshape(-1)
+                    probs = dist.probs.cpu()
+                    a = torch.multinomial(
+                        probs.reshape(-1, probs.shape[-1]), 1, generator=generator
+                    )
+                    a = a.reshape(probs.shape[:-1])
             a = a.cpu().numpy().astype(np.float64)
             if self.continuous_:
                 if record is not None:
@@ -372,7 +417,9 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         pid = {"integral": lam.copy(), "previous": np.zeros(K)}
         kp, kd = (self.pid_kp, self.pid_kd) if self.multiplier == "pid" else (0, 0)
         lams, costs, returns = [lam.copy()], [], []
-        for _ in range(self.n_updates):
+        w = self._initial_weights()
+        weights = [w.copy()]
+        for step in range(self.n_updates):
             seeds = child_seeds(rng, self.n_episodes_per_update)
             envs = [copy.deepcopy(env) for _ in seeds]
             raw = []
@@ -384,31 +431,48 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
                 self.max_episode_steps,
                 info_key="costs",
             )
-            batch = self._batch(data, raw, net, context, lam, K)
-            returns.append(float(np.mean(ep_returns)))
+            batch = self._batch(data, raw, net, context, lam, w, K)
+            mean_return = np.mean(ep_returns, axis=0)
+            returns.append(mean_return)
             costs.append(batch.pop("episode_costs"))
             net.train()
             self._ppo(net, optimizer, batch, context)
             lam = multiplier_step(
-                costs[-1] - limits, pid, lr=self.lambda_lr, kp=kp, kd=kd
+                self._violation(costs[-1], limits),
+                pid,
+                lr=self.lambda_lr,
+                kp=kp,
+                kd=kd,
             )
             lams.append(lam.copy())
+            w = self._weights_step(w, mean_return, step)
+            weights.append(w.copy())
         self.module_ = net.to("cpu").eval()
         self._record_device(context)
         self.multipliers_ = np.array(lams)
         self.constraint_values_ = np.array(costs)
         self.returns_ = np.array(returns)
+        self._record_weights(np.array(weights))
         self.n_iter_ = self.n_updates
         return self
 
-    def _batch(self, data, raw, net, context, lam, K):
-        """Tensors of one update: observations, actions, advantages, targets."""
+    def _batch(self, data, raw, net, context, lam, w, K):
+        """Tensors of one update: observations, actions, advantages, targets.
+
+        ``w`` weighs the reward columns (one column for a scalar reward),
+        ``lam`` the costs.
+        """
         torch = import_torch()
         obs = _encode(self.obs_encoding_, np.stack(data["observations"]))
         nxt = _encode(self.obs_encoding_, np.stack(data["next_observations"]))
         episodes = np.asarray(data["episodes"])
         terminal = np.asarray(data["terminals"], dtype=bool)
-        r = np.asarray(data["rewards"], dtype=np.float64).reshape(-1)
+        r = np.asarray(data["rewards"], dtype=np.float64).reshape(len(episodes), -1)
+        if r.shape[1] != self.n_rewards_:
+            raise ValueError(
+                f"the environment's reward has width {r.shape[1]}; it had "
+                f"{self.n_rewards_} when fit began."
+            )
         c = np.stack([np.ravel(np.asarray(v, dtype=np.float64)) for v in data["info"]])
         if c.shape[1] != K or np.any(c < 0):
             raise ValueError(
@@ -420,7 +484,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         signals = (
             np.column_stack([r, c])
             if self.critic == "dedicated"
-            else ((r - c @ lam)[:, None])
+            else ((r @ w - c @ lam)[:, None])
         )
         with torch.no_grad():
             x = to_tensor(obs, dtype=context.dtype, device=context.device)
@@ -438,7 +502,12 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
                 signals[idx], values, self.gamma, self.gae_lambda
             )
             episode_costs.append(c[idx].sum(axis=0))
-        combined = adv[:, 0] - adv[:, 1:] @ lam if adv.shape[1] > 1 else adv[:, 0]
+        m = r.shape[1]
+        combined = (
+            adv[:, :m] @ w - adv[:, m:] @ lam
+            if self.critic == "dedicated"
+            else adv[:, 0]
+        )
         combined = (combined - combined.mean()) / (combined.std() + 1e-8)
         with torch.no_grad():
             a_t = torch.as_tensor(

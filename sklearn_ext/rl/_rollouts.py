@@ -214,6 +214,12 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=N
             a = int(a) if np.ndim(a) == 0 else np.asarray(a)
             nxt, reward, terminated, truncated, info = envs[i].step(a)
             nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
+            if out["rewards"] and reward.shape != out["rewards"][0].shape:
+                raise ValueError(
+                    f"the environment's reward changed shape from "
+                    f"{out['rewards'][0].shape} to {reward.shape}: rewards must "
+                    "have the same width at every step."
+                )
             for key, value in zip(
                 TRANSITION_KEYS, (obs[i], a, reward, nxt, bool(terminated))
             ):

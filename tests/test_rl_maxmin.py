@@ -1,0 +1,218 @@
+"""ConstrainedMaxMinMORL: the estimator, tabular and with function approximation."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sklearn_ext.rl import (
+    ConstrainedMaxMinMORL,
+    TabularMOMDP,
+    make_random_momdp,
+    solve_maxmin_lp,
+    solve_weighted_lp,
+)
+
+gym = pytest.importorskip("gymnasium")
+
+from sklearn_ext.rl import BuildingThermalEnv  # noqa: E402
+
+# --- tabular -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tabular_agent_reaches_the_lp_max_min_within_its_entropy_bias(seed):
+    mdp, limits = make_random_momdp(random_state=seed)
+    lp = solve_maxmin_lp(mdp, limits)
+    agent = ConstrainedMaxMinMORL(constraints=limits).fit(mdp)
+    bias = agent.temperature * np.log(mdp.n_actions) / (1 - mdp.gamma)
+    assert abs(agent.objective_values_.min() - lp.value) <= bias + 0.01
+    assert np.all(agent.constraint_values_ <= limits + 0.01)
+    assert agent.worst_objective_.shape == agent.violation_.shape == (2000,)
+    np.testing.assert_allclose(agent.weights_.sum(), 1.0)
+    # The exact values of the learned policy are what the agent reports.
+    np.testing.assert_allclose(
+        mdp.evaluate(agent.policy_), agent.objective_values_, atol=1e-8
+    )
+
+
+def test_tabular_fixed_weights_are_the_utilitarian_baseline_and_lose():
+    """Equal fixed weights: the agent solves the constrained utilitarian
+    problem (its worst objective matches the weighted LP's, up to the entropy
+    bias) and falls short of the max-min optimum on the worst objective."""
+    mdp, limits = make_random_momdp(random_state=3)
+    lp = solve_maxmin_lp(mdp, limits)
+    util_lp = solve_weighted_lp(mdp, np.full(3, 1 / 3), limits)
+    assert util_lp.value < lp.value - 0.05  # the planted gap is real
+    ours = ConstrainedMaxMinMORL(constraints=limits).fit(mdp)
+    util = ConstrainedMaxMinMORL(constraints=limits, weights=[1, 1, 1]).fit(mdp)
+    np.testing.assert_allclose(util.weights_, np.full(3, 1 / 3))
+    assert util.objective_values_.min() < ours.objective_values_.min() - 0.05
+    assert np.all(util.constraint_values_ <= limits + 0.01)
+
+
+def test_tabular_without_constraints_is_unconstrained_max_min():
+    mdp, limits = make_random_momdp(random_state=2)
+    free = TabularMOMDP(mdp.transitions, mdp.rewards, mdp.initial, mdp.gamma)
+    lp_free = solve_maxmin_lp(free)
+    agent = ConstrainedMaxMinMORL().fit(mdp)  # the costs are ignored
+    bias = agent.temperature * np.log(mdp.n_actions) / (1 - mdp.gamma)
+    assert abs(agent.objective_values_.min() - lp_free.value) <= bias + 0.01
+    assert agent.objective_values_.min() > solve_maxmin_lp(mdp, limits).value
+
+
+def test_tabular_agent_predicts_samples_and_pickles():
+    mdp, limits = make_random_momdp(random_state=0)
+    agent = ConstrainedMaxMinMORL(constraints=limits, max_iter=200).fit(mdp)
+    states = np.arange(mdp.n_states)
+    np.testing.assert_array_equal(agent.predict(states), agent.policy_.argmax(1))
+    draws = agent.sample(np.repeat(states, 2000), random_state=0).reshape(-1, 2000)
+    freq = np.stack([(draws == a).mean(axis=1) for a in range(mdp.n_actions)], 1)
+    np.testing.assert_allclose(freq, agent.policy_, atol=0.05)
+    back = pickle.loads(pickle.dumps(agent))
+    np.testing.assert_array_equal(back.predict(states), agent.predict(states))
+    with pytest.raises(ValueError, match="integer state indices"):
+        agent.predict(np.array([0.5]))
+    with pytest.raises(ValueError, match=r"state indices must lie in \[0, 10\)"):
+        agent.predict(np.array([10]))
+
+
+def test_tabular_infeasible_constraints_are_reported_by_the_lp():
+    mdp, limits = make_random_momdp(random_state=0)
+    with pytest.raises(ValueError, match="infeasible.*least"):
+        ConstrainedMaxMinMORL(constraints=[0.0]).fit(mdp)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"constraints": [1.0, 2.0]}, "one per cost|2 limits|constraints"),
+        ({"weights": [1.0, 1.0]}, "weights has 2 entries"),
+        ({"weights": [1.0, -1.0, 1.0]}, "non-negative"),
+    ],
+)
+def test_tabular_bad_parameters_are_named(params, match):
+    mdp, _ = make_random_momdp(random_state=0)
+    with pytest.raises(ValueError, match=match):
+        ConstrainedMaxMinMORL(**params).fit(mdp)
+
+
+# --- environments ----------------------------------------------------------------
+
+
+class _Choice(gym.Env):
+    """One-step choice with a vector reward and a cost.
+
+    Action 0 pays (1, 0) and costs 1; action 1 pays (0, 1); action 2 pays
+    (0.4, 0.4). With a cost limit of 0.25 the max-min policy is (0.25,
+    0.25, 0.5), worth 0.45 on both objectives; the utilitarian policy under
+    the same limit is (0.25, 0.75, 0), whose worst objective is 0.25.
+    """
+
+    observation_space = gym.spaces.Box(-1, 1, shape=(2,))
+    action_space = gym.spaces.Discrete(3)
+    payoffs = np.array([[1.0, 0.0], [0.0, 1.0], [0.4, 0.4]])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        cost = [1.0 if action == 0 else 0.0]
+        obs = np.zeros(2, dtype=np.float32)
+        return obs, self.payoffs[int(action)].copy(), True, False, {"costs": cost}
+
+
+_CHOICE = {
+    "n_updates": 80,
+    "n_episodes_per_update": 64,
+    "hidden": 16,
+    "learning_rate_init": 3e-3,
+    "lambda_lr": 0.2,
+    "random_state": 0,
+    "device": "cpu",
+}
+
+
+@pytest.fixture(scope="module")
+def choice_agents():
+    env = _Choice()
+    return {
+        "maxmin": ConstrainedMaxMinMORL(constraints=[0.25], **_CHOICE).fit(env),
+        "utilitarian": ConstrainedMaxMinMORL(
+            constraints=[0.25], weights=[1, 1], **_CHOICE
+        ).fit(env),
+        "free": ConstrainedMaxMinMORL(**_CHOICE).fit(env),
+    }
+
+
+def _last(agent, attr, n=20):
+    return getattr(agent, attr)[-n:].mean(axis=0)
+
+
+def test_env_agent_finds_the_constrained_max_min_mixture(choice_agents):
+    agent = choice_agents["maxmin"]
+    assert _last(agent, "returns_").min() > 0.38  # optimum 0.45
+    assert _last(agent, "constraint_values_")[0] < 0.3  # limit 0.25
+    assert _last(agent, "multipliers_")[0] > 0  # the budget binds
+
+
+def test_env_fixed_weights_lose_on_the_worst_objective(choice_agents):
+    util = choice_agents["utilitarian"]
+    assert _last(util, "returns_").min() < 0.33  # its optimum is 0.25
+    assert _last(util, "constraint_values_")[0] < 0.3
+
+
+def test_env_without_constraints_spends_above_the_limit(choice_agents):
+    free = choice_agents["free"]
+    assert _last(free, "returns_").min() > 0.42  # the free optimum is 0.5
+    assert _last(free, "constraint_values_")[0] > 0.35
+    np.testing.assert_array_equal(free.multipliers_, 0.0)
+
+
+def test_env_agent_on_the_thermal_model_has_factorised_actions_and_pickles():
+    env = BuildingThermalEnv()
+    agent = ConstrainedMaxMinMORL(
+        constraints=[290.0], n_updates=3, n_episodes_per_update=2, hidden=8,
+        max_episode_steps=env.horizon, random_state=0, device="cpu",
+    ).fit(env)  # fmt: skip
+    assert agent.n_objectives_ == 3 and agent.n_constraints_ == 1
+    assert agent.weights_path_.shape == (4, 3)
+    assert agent.multipliers_.shape == (4, 1)
+    assert agent.returns_.shape == (3, 3)
+    assert agent.constraint_values_.shape == (3, 1)
+    obs = np.stack([env.reset(seed=s)[0] for s in range(5)])
+    actions = agent.predict(obs)
+    assert actions.shape == (5, 3) and set(np.unique(actions)) <= {0, 1, 2}
+    drawn = agent.sample(obs, random_state=0)
+    np.testing.assert_array_equal(drawn, agent.sample(obs, random_state=0))
+    back = pickle.loads(pickle.dumps(agent))
+    np.testing.assert_array_equal(back.predict(obs), actions)
+
+
+class _Scalar(_Choice):
+    def step(self, action):
+        obs, reward, *rest = super().step(action)
+        return obs, float(reward[0]), *rest
+
+
+class _Ragged(_Choice):
+    """The reward gains an entry after the first episode."""
+
+    calls = 0
+
+    def step(self, action):
+        obs, reward, *rest = super().step(action)
+        _Ragged.calls += 1
+        return obs, np.r_[reward, [0.0] * (_Ragged.calls > 2)], *rest
+
+
+def test_env_bad_rewards_and_limits_are_named():
+    with pytest.raises(ValueError, match="needs a vector reward"):
+        ConstrainedMaxMinMORL(constraints=[0.5], n_updates=1).fit(_Scalar())
+    with pytest.raises(ValueError, match="changed shape|width"):
+        ConstrainedMaxMinMORL(constraints=[0.5], n_updates=2).fit(_Ragged())
+    with pytest.raises(ValueError, match="constraints has 2 entries"):
+        ConstrainedMaxMinMORL(constraints=[0.5, 1.0], n_updates=1).fit(_Choice())
+    with pytest.raises(ValueError, match="weights has 3 entries"):
+        ConstrainedMaxMinMORL(weights=[1, 1, 1], n_updates=1).fit(_Choice())
