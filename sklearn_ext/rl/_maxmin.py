@@ -769,6 +769,7 @@ def maxmin_dual_descent(
     schedule="sqrt_inverse",
     weights_init=None,
     average=False,
+    update_weights=True,
 ):
     r"""Solve the constrained max-min problem by dual descent on the weights.
 
@@ -824,6 +825,10 @@ def maxmin_dual_descent(
         constant steps too large to converge, where the last iterate cycles;
         the average is then often, not always, near the optimum, and it
         carries the early, far-from-optimal iterates.
+    update_weights : bool, default=True
+        False keeps the objective weights at ``weights_init``: the
+        constrained linear scalarisation (utilitarian) baseline, with the
+        same best response and multipliers.
 
     Returns
     -------
@@ -849,6 +854,11 @@ def maxmin_dual_descent(
     """
     _check_momdp(mdp)
     limits = _check_limits(mdp, constraints)
+    if limits is not None:
+        # Infeasible limits make the multipliers grow without bound: the LP
+        # detects them (jointly, not only one constraint at a time) and
+        # raises the error that names each constraint's least cost.
+        solve_maxmin_lp(mdp, limits)
     _check_temperature(temperature)
     if isinstance(lr, bool) or not isinstance(lr, Real) or not 0 < lr < np.inf:
         raise ValueError(f"lr must be a positive float; got {lr!r}.")
@@ -890,7 +900,8 @@ def maxmin_dual_descent(
         if average:
             occupancy_sum += _occupancy(mdp, pi)
         eta = step_size(lr, t, schedule)
-        w = _project_simplex(w - eta * scale * J)
+        if update_weights:
+            w = _project_simplex(w - eta * scale * J)
         if L:
             u = multiplier_step(scale * (Jc - b), pid, lr=eta, kp=0.0, kd=0.0)
     if average:
