@@ -17,7 +17,7 @@ Parts
    constrained max-min agent against unconstrained max-min
    (``constraints=None``), linear scalarisation (equal fixed weights, no
    constraint) and the constrained utilitarian agent (equal fixed weights,
-   the budget), all the same PPO at the defaults (``n_updates=200``), 5
+   the budget), all the same PPO at the defaults (``n_updates=300``), 5
    seeds; each learned stochastic policy is evaluated on 20 fresh days.
    Ablation: ours with the projected dual weight step of the tabular
    algorithm (``weights_update="dual"``, steps ``0.5 / sqrt(t + 1)``)
@@ -29,7 +29,15 @@ Parts
    thermostat (no budget) and the best uniform-setback thermostat within
    the budget are the plain references.
 
-``--quick`` runs 2 seeds and fewer iterations; ``--parts 1`` or ``2``.
+3. The defaults on problems they were not tuned on: random MO-CMDPs of 20
+   states, 5 actions, 4 objectives and 2 constraints (gamma 0.95), and the
+   thermal model at 30-minute steps with a 270 kWh budget (3 seeds each).
+4. The weight rule on the one-step problem of the tests whose constrained
+   max-min optimum is a mixture of actions: the soft minimum against the
+   projected dual step and against fixed equal weights (5 seeds).
+
+``--quick`` runs 2 seeds and fewer iterations; ``--parts`` picks parts
+(e.g. ``--parts 13``).
 """
 
 import argparse
@@ -89,7 +97,8 @@ def part_tabular(seeds, n_iter):
                 "LP t*": lp.value,
                 "gap to LP": float(curves["lp"][-1][-1]),
                 "entropy bias (reg. - LP)": float(lp.value - reg),
-                "bound tau log|A|/(1-g)": 0.01 * np.log(mdp.n_actions)
+                "bound tau log|A|/(1-g)": 0.01
+                * np.log(mdp.n_actions)
                 / (1 - mdp.gamma),
                 "excess": float(agent.violation_[-1]),
                 "iterations to 0.01": int(settle[-1] + 2) if settle.size else 1,
@@ -227,10 +236,109 @@ def part_thermal(seeds, n_updates, n_eval, n_jobs):
     return rows
 
 
+def part_choice(seeds):
+    """The weight rule on the one-step problem whose optimum is a mixture.
+
+    The environment of ``tests/test_rl_maxmin.py``: action 0 pays (1, 0) and
+    costs 1, action 1 pays (0, 1), action 2 pays (0.4, 0.4); with a cost
+    limit of 0.25 the constrained max-min policy is (0.25, 0.25, 0.5),
+    worth 0.45 on both objectives, and no deterministic policy is.
+    """
+    from test_rl_maxmin import _CHOICE, _Choice
+
+    rows = []
+    for name, params in (
+        ("soft minimum (default)", {}),
+        ("projected dual steps", {"weights_update": "dual", "weights_lr": 0.5}),
+        ("equal fixed weights", {"weights": [1.0, 1.0]}),
+    ):
+        worst, cost, swing = [], [], []
+        for seed in seeds:
+            agent = ConstrainedMaxMinMORL(
+                constraints=[0.25], **{**_CHOICE, "random_state": seed}, **params
+            ).fit(_Choice())
+            worst.append(agent.returns_[-20:].mean(axis=0).min())
+            cost.append(agent.constraint_values_[-20:, 0].mean())
+            swing.append(np.ptp(agent.weights_path_[-20:, 0]))
+        rows.append(
+            {
+                "weights": name,
+                "worst objective": float(np.mean(worst)),
+                "min over seeds": float(np.min(worst)),
+                "cost (limit 0.25)": float(np.mean(cost)),
+                "weight swing": float(np.mean(swing)),
+                "worst per seed": " ".join(f"{w:.2f}" for w in worst),
+            }
+        )
+    return rows
+
+
+def part_untuned(seeds, n_updates):
+    """The defaults on problems they were not tuned on."""
+    rows = []
+    for seed in seeds:
+        mdp, limits = make_random_momdp(
+            n_states=20,
+            n_actions=5,
+            n_objectives=4,
+            n_constraints=2,
+            gamma=0.95,
+            random_state=100 + seed,
+        )
+        lp = solve_maxmin_lp(mdp, limits)
+        agent = ConstrainedMaxMinMORL(constraints=limits).fit(mdp)
+        util = solve_weighted_lp(mdp, np.full(4, 1 / 4), limits)
+        rows.append(
+            {
+                "problem": f"MO-CMDP 20x5, 4 objectives, 2 constraints, seed {seed}",
+                "ours worst": float(agent.objective_values_.min()),
+                "reference": f"LP {lp.value:.3f}",
+                "gap": float(lp.value - agent.objective_values_.min()),
+                "excess": float(agent.violation_[-1]),
+                "utilitarian worst": util.value,
+            }
+        )
+    # The thermal model at half-hour steps and a tighter budget.
+    env, limit = BuildingThermalEnv(horizon=48), 270.0
+    eval_seeds = 20_000 + np.arange(20)
+    setback, sb_returns, sb_energy = setback_thermostat(env, limit, eval_seeds)
+    for seed in seeds:
+        results = {}
+        for name, params in (
+            ("ours", {}),
+            ("utilitarian", {"weights": [1.0, 1.0, 1.0]}),
+        ):
+            agent = ConstrainedMaxMinMORL(
+                constraints=[limit],
+                n_updates=n_updates,
+                max_episode_steps=env.horizon,
+                random_state=seed,
+                device="cpu",
+                **params,
+            ).fit(env)
+            rng = np.random.RandomState(seed)
+            results[name] = evaluate_policy(
+                env, lambda obs, a=agent, r=rng: a.sample(obs, random_state=r),
+                eval_seeds,
+            )  # fmt: skip
+        returns, energy = results["ours"]
+        rows.append(
+            {
+                "problem": f"thermal, 30-min steps, {limit:g} kWh, seed {seed}",
+                "ours worst": float(returns.min()),
+                "reference": f"setback thermostat {sb_returns.min():.1f} "
+                f"({setback:g} K, {sb_energy:.0f} kWh)",
+                "excess": float(energy[0] - limit),
+                "utilitarian worst": float(results["utilitarian"][0].min()),
+            }
+        )
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", default="12")
+    parser.add_argument("--parts", default="1234")
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args()
     if "1" in args.parts:
@@ -256,7 +364,7 @@ def main():
         )
     if "2" in args.parts:
         seeds = range(2) if args.quick else range(5)
-        n_updates = 60 if args.quick else 200
+        n_updates = 60 if args.quick else 300
         rows = part_thermal(seeds, n_updates, n_eval=20, n_jobs=args.n_jobs)
         write_results(
             "maxmin_morl_thermal",
@@ -277,6 +385,41 @@ def main():
             notes="Worst zone and zones: the day's comfort return "
             "(-sum |T - 21| dt, degree-hours; higher is better). Feasible: "
             "energy within 1% of the budget.",
+        )
+    if "4" in args.parts:
+        rows = part_choice(range(5))
+        write_results(
+            "maxmin_morl_choice",
+            rows,
+            list(rows[0]),
+            title="The weight rule on a one-step problem whose constrained "
+            "max-min optimum is a mixture (optimum 0.45, cost limit 0.25)",
+            notes="Mean over the last 20 of 80 updates (64 episodes each), 5 "
+            "seeds. Weight swing: range of the first weight over the last 20 "
+            "updates.",
+        )
+    if "3" in args.parts:
+        rows = part_untuned(range(2) if args.quick else range(3), 300)
+        write_results(
+            "maxmin_morl_untuned",
+            rows,
+            [
+                "problem",
+                "ours worst",
+                "reference",
+                "gap",
+                "excess",
+                "utilitarian worst",
+            ],
+            title="ConstrainedMaxMinMORL at its defaults on problems it was not "
+            "tuned on",
+            notes="Tabular: larger random MO-CMDPs with two constraints (gap: LP "
+            "minus ours; excess: largest discounted cost above its limit). "
+            "Thermal: BuildingThermalEnv(horizon=48) with a 270 kWh budget, 300 "
+            "PPO updates, 20 evaluation days (excess: kWh above the budget; "
+            "negative is unused budget). Utilitarian: equal fixed weights under "
+            "the same constraints (the exact LP on the tabular problems, the "
+            "same PPO on the thermal one).",
         )
 
 

@@ -40,10 +40,11 @@ for seed in range(4):
     gap = np.abs(agent.worst_objective_ - lp.value)
     ax.loglog(np.arange(1, gap.size + 1), gap, label=f"MDP {seed}")
     equal = solve_weighted_lp(mdp, np.full(3, 1 / 3), limits)
+    worst = agent.objective_values_.min()
     print(
-        f"MDP {seed}: LP max-min {lp.value:.3f}, agent {agent.objective_values_.min():.3f}"
-        f" (cost {agent.constraint_values_[0]:.3f} <= {limits[0]:.3f}); "
-        f"equal-weights policy {equal.value:.3f}"
+        f"MDP {seed}: LP max-min {lp.value:.3f}, agent {worst:.3f} (cost "
+        f"{agent.constraint_values_[0]:.3f} <= {limits[0]:.3f}); equal-weights "
+        f"policy {equal.value:.3f}"
     )
 t = np.arange(1, gap.size + 1)
 ax.loglog(t, 0.5 / np.sqrt(t), "k--", label=r"$1/\sqrt{t}$")
@@ -62,8 +63,13 @@ fig.tight_layout()
 # the budget is 290. The agent learns with PPO; we compare it with the same
 # PPO on fixed equal weights (the utilitarian choice) under the same budget.
 env = BuildingThermalEnv()
-common = dict(constraints=[290.0], n_updates=120, max_episode_steps=env.horizon,
-              random_state=0, device="cpu")  # fmt: skip
+common = {
+    "constraints": [290.0],
+    "n_updates": 120,
+    "max_episode_steps": env.horizon,
+    "random_state": 0,
+    "device": "cpu",
+}
 fair = ConstrainedMaxMinMORL(**common).fit(env)
 utilitarian = ConstrainedMaxMinMORL(weights=[1, 1, 1], **common).fit(env)
 

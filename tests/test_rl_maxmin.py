@@ -207,6 +207,14 @@ class _Ragged(_Choice):
         return obs, np.r_[reward, [0.0] * (_Ragged.calls > 2)], *rest
 
 
+def test_what_is_neither_an_mdp_nor_an_environment_is_refused():
+    with pytest.raises(TypeError, match="TabularMOMDP or a gymnasium"):
+        ConstrainedMaxMinMORL().fit(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="'softmin' needs an environment"):
+        mdp, limits = make_random_momdp(random_state=0)
+        ConstrainedMaxMinMORL(constraints=limits, weights_update="softmin").fit(mdp)
+
+
 def test_env_bad_rewards_and_limits_are_named():
     with pytest.raises(ValueError, match="needs a vector reward"):
         ConstrainedMaxMinMORL(constraints=[0.5], n_updates=1).fit(_Scalar())

@@ -283,6 +283,10 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
     def _violation(self, costs, limits):
         return costs - limits
 
+    def _scale_signals(self, signals):
+        """The per-step signals the critics learn (here, as they come)."""
+        return signals
+
     def _record_weights(self, weights):
         """Store the reward weights of each update (nothing to store here)."""
 
@@ -393,8 +397,9 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         Parameters
         ----------
         env : gymnasium.Env
-            Box or Discrete actions; ``info["costs"]`` at every step, one
-            non-negative cost per constraint.
+            Box, Discrete or MultiDiscrete actions (a factorised policy);
+            ``info["costs"]`` at every step, one non-negative cost per
+            constraint.
         y : None
             Ignored.
 
@@ -481,7 +486,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         # Continuous draws before the clip, in the order the episodes stepped
         # (lockstep_episodes records transitions in the order of the batch).
         actions = np.concatenate(raw) if self.continuous_ else data["actions"]
-        signals = (
+        signals = self._scale_signals(
             np.column_stack([r, c])
             if self.critic == "dedicated"
             else ((r @ w - c @ lam)[:, None])

@@ -76,7 +76,7 @@ class TabularMOMDP:
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_ext.rl._maxmin import TabularMOMDP
+    >>> from sklearn_ext.rl import TabularMOMDP
     >>> # One state; action 0 serves objective 0, action 1 objective 1.
     >>> mdp = TabularMOMDP(np.ones((1, 2, 1)), [[[1.0, 0.0]], [[0.0, 1.0]]],
     ...                    initial=[1.0], gamma=0.5)
@@ -210,7 +210,7 @@ class MaxMinSolution:
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_ext.rl._maxmin import TabularMOMDP, solve_maxmin_lp
+    >>> from sklearn_ext.rl import TabularMOMDP, solve_maxmin_lp
     >>> mdp = TabularMOMDP(np.ones((1, 2, 1)), [[[1.0, 0.0]], [[0.0, 1.0]]],
     ...                    initial=[1.0], gamma=0.5)
     >>> sol = solve_maxmin_lp(mdp)
@@ -389,7 +389,7 @@ def solve_maxmin_lp(mdp, constraints=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_ext.rl._maxmin import TabularMOMDP, solve_maxmin_lp
+    >>> from sklearn_ext.rl import TabularMOMDP, solve_maxmin_lp
     >>> # Actions serve objective 0, objective 1, or both at 0.6 but cost 1.
     >>> R = [[[1.0, 0.0, 0.6]], [[0.0, 1.0, 0.6]]]
     >>> mdp = TabularMOMDP(np.ones((1, 3, 1)), R, initial=[1.0], gamma=0.5,
@@ -468,7 +468,7 @@ def solve_weighted_lp(mdp, weights, constraints=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_ext.rl._maxmin import TabularMOMDP, solve_weighted_lp
+    >>> from sklearn_ext.rl import TabularMOMDP, solve_weighted_lp
     >>> mdp = TabularMOMDP(np.ones((1, 2, 1)), [[[1.0, 0.0]], [[0.0, 1.0]]],
     ...                    initial=[1.0], gamma=0.5)
     >>> sol = solve_weighted_lp(mdp, [0.6, 0.4])   # all on objective 0
@@ -553,7 +553,7 @@ def make_random_momdp(
 
     Examples
     --------
-    >>> from sklearn_ext.rl._maxmin import make_random_momdp, solve_maxmin_lp
+    >>> from sklearn_ext.rl import make_random_momdp, solve_maxmin_lp
     >>> mdp, limits = make_random_momdp(random_state=0)
     >>> mdp.rewards.shape, mdp.costs.shape, limits.shape
     ((3, 10, 3), (1, 10, 3), (1,))

@@ -30,7 +30,10 @@ def evaluate_policy(env, act, seeds):
     return returns.mean(axis=0), per_episode.mean(axis=0)
 
 
-def setback_thermostat(env, limit, seeds, setbacks=np.arange(0.0, 8.01, 0.25)):
+SETBACKS = np.arange(0.0, 8.01, 0.25)
+
+
+def setback_thermostat(env, limit, seeds, setbacks=SETBACKS):
     """The thermostat of ``env`` with the smallest uniform setback within a limit.
 
     Every zone's setpoint is lowered by the same amount, the smallest of

@@ -243,7 +243,7 @@ class BuildingThermalEnv(gym.Env):
     Examples
     --------
     >>> import numpy as np
-    >>> from sklearn_ext.rl._thermal_env import BuildingThermalEnv
+    >>> from sklearn_ext.rl import BuildingThermalEnv
     >>> env = BuildingThermalEnv()
     >>> obs, info = env.reset(seed=0)
     >>> obs.shape, env.action_space
