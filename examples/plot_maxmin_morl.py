@@ -65,7 +65,7 @@ fig.tight_layout()
 env = BuildingThermalEnv()
 common = {
     "constraints": [290.0],
-    "n_updates": 120,
+    "n_updates": 200,
     "max_episode_steps": env.horizon,
     "random_state": 0,
     "device": "cpu",
