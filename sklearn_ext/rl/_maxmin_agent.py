@@ -122,9 +122,9 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
       undiscounted episode sums; before the critics learn them, each reward
       and cost is divided by its mean magnitude per step over
       :math:`1-\gamma` (fixed at the first update), so that the weights and
-      the multipliers act on advantages of one scale. The environment's action space may be
-      Discrete, MultiDiscrete (a factorised policy, one categorical per
-      sub-action) or Box.
+      the multipliers act on advantages of one scale. The environment's
+      action space may be Discrete, MultiDiscrete (a factorised policy,
+      one categorical per sub-action) or Box.
 
     Parameters
     ----------
