@@ -247,14 +247,6 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
     )
     _bench_name = "muhl"
     _module_attributes = ("module_",)
-    _expected_failed_checks = {
-        "check_sample_weight_equivalence_on_dense_data": (
-            "weights act exactly as repeated rows in the loss, but the weighted "
-            "standardisation and correlation graph differ from the repeated "
-            "rows' in the last bits (1e-16), which float32 training carries to "
-            "about 1e-7 in the probabilities, above the check's tolerance"
-        ),
-    }
 
     def __init__(
         self,
