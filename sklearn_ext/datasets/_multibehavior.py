@@ -312,9 +312,9 @@ def make_multibehavior(
        replacement", ICML, 2019.
     .. [2] Y. Koren, R. Bell and C. Volinsky, "Matrix factorization techniques
        for recommender systems", Computer, 42(8), 30-37, 2009.
-    .. [3] C. Gao, X. He, D. Gan, X. Chen, F. Feng, Y. Li, T.-S. Chua and
-       D. Jin, "Neural multi-task recommendation from multi-behavior data",
-       ICDE, 2019.
+    .. [3] C. Gao, X. He, D. Gan, X. Chen, F. Feng, Y. Li, T.-S. Chua
+       and D. Jin, "Neural multi-task recommendation from multi-behavior
+       data", ICDE, 2019.
     .. [4] W. Wang, F. Feng, X. He, L. Nie and T.-S. Chua, "Denoising implicit
        feedback for recommendation", WSDM, 2021.
     .. [5] X. He, L. Liao, H. Zhang, L. Nie, X. Hu and T.-S. Chua, "Neural

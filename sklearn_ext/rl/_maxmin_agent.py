@@ -218,9 +218,9 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
         episode cost of each update.
     returns_ : ndarray of shape (n_updates, n_objectives)
         Mean episode return of each objective in each update (environments).
-    worst_objective_ : ndarray of shape (n_iter_,)
+    worst_objective_ : ndarray of shape (n_iterations,)
         :math:`\min_k J_k` of each iteration's policy.
-    violation_ : ndarray of shape (n_iter_,)
+    violation_ : ndarray of shape (n_iterations,)
         Largest constraint excess :math:`\max_l (J_{c,l} - C_l)` of each
         iteration's policy (0 without constraints).
     n_objectives_ : int
