@@ -86,7 +86,7 @@ def test_tabular_infeasible_constraints_are_reported_by_the_lp():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"constraints": [1.0, 2.0]}, "one per cost|2 limits|constraints"),
+        ({"constraints": [1.0, 2.0]}, r"one limit per cost table \(1\); got 2"),
         ({"weights": [1.0, 1.0]}, "weights has 2 entries"),
         ({"weights": [1.0, -1.0, 1.0]}, "non-negative"),
     ],
