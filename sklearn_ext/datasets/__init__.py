@@ -5,7 +5,9 @@
 
 from sklearn_ext.datasets._bibtex import load_bibtex
 from sklearn_ext.datasets._brain_cohort import make_brain_cohort
+from sklearn_ext.datasets._described_digits import load_described_digits
 from sklearn_ext.datasets._docstring_retrieval import (
+    encode_texts,
     encode_tokens,
     load_docstring_retrieval,
 )
@@ -16,6 +18,7 @@ from sklearn_ext.datasets._mazes import make_mazes
 from sklearn_ext.datasets._mfeat import load_mfeat
 from sklearn_ext.datasets._mice import load_mice_connectomes
 from sklearn_ext.datasets._multibehavior import make_multibehavior
+from sklearn_ext.datasets._multigranular import make_multigranular
 from sklearn_ext.datasets._multilayer_network import make_multilayer_network
 from sklearn_ext.datasets._multiview import make_multiview_blobs, mask_views
 from sklearn_ext.datasets._remote_sensing import make_remote_sensing_scene
@@ -23,8 +26,10 @@ from sklearn_ext.datasets._shortest_path import make_shortest_path
 from sklearn_ext.datasets._sudoku import make_sudoku
 
 __all__ = [
+    "encode_texts",
     "encode_tokens",
     "load_bibtex",
+    "load_described_digits",
     "load_docstring_retrieval",
     "load_lcdb_curves",
     "load_mfeat",
@@ -34,6 +39,7 @@ __all__ = [
     "make_longtail_multilabel",
     "make_mazes",
     "make_multibehavior",
+    "make_multigranular",
     "make_multilayer_network",
     "make_multiview_blobs",
     "make_remote_sensing_scene",
