@@ -231,7 +231,7 @@ class MAGICClustering(
         Device the fit ran on.
     n_features_in_ : int
         Number of columns of X.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Column names of X, when it has string column names.
 
     See Also
