@@ -14,6 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# The one MLP builder of the cluster family's networks.
+from sklearn_ext.cluster._correlated_imvc_nn import _mlp
+from sklearn_ext.utils._torch import weighted_mean
+
 __all__ = ["MAGICNet", "robust_contrastive"]
 
 # Temperature of the cluster head: cosine similarity to the prototypes / 0.1.
@@ -21,22 +25,6 @@ CLUSTER_TEMPERATURE = 0.1
 # Granularity weights: softmax of the agreements / 0.03, smoothed over batches.
 WEIGHTS_TEMPERATURE = 0.03
 WEIGHTS_MOMENTUM = 0.9
-
-
-def _mlp(sizes):
-    """Linear layers of the given widths with ReLU between them."""
-    layers = []
-    for a, b in zip(sizes[:-2], sizes[1:-1]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    layers.append(nn.Linear(sizes[-2], sizes[-1]))
-    return nn.Sequential(*layers)
-
-
-def _wmean(values, w):
-    """Mean of ``values`` under the weights ``w`` (None: plain mean)."""
-    if w is None:
-        return values.mean()
-    return (values * w).sum() / w.sum().clamp_min(1e-12)
 
 
 def robust_contrastive(a, b, temperature, q, w=None):
@@ -60,7 +48,7 @@ def robust_contrastive(a, b, temperature, q, w=None):
             total = total + (1.0 - torch.exp(q * log_p)) / q
         else:
             total = total - log_p
-    return _wmean(total / 2.0, w)
+    return weighted_mean(total / 2.0, w)
 
 
 class MAGICNet(nn.Module):
@@ -251,7 +239,7 @@ class MAGICNet(nn.Module):
             target = target / target.sum(1, keepdim=True)
         students = [p_cons] if p_image is p_cons else [p_cons, p_image]
         for p in students:
-            loss = loss + _wmean(-(target * torch.log(p + 1e-8)).sum(1), w)
+            loss = loss + weighted_mean(-(target * torch.log(p + 1e-8)).sum(1), w)
         if w is None:
             mean_p = p_cons.mean(0)
         else:
