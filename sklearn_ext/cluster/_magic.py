@@ -176,7 +176,10 @@ class MAGICClustering(
         Weight of the group-lasso penalty on the adapters' input columns.
     warmup_iter : int, default=15
         Epochs of alignment before the prototypes are set. Longer warm-ups
-        let the adapters memorise the wrong descriptions.
+        let the adapters memorise the wrong descriptions. The schedule is in
+        epochs and was set on 900 to 2,000 samples: on larger data, raise
+        ``batch_size`` (or shorten the phases) so that an epoch stays a few
+        steps (see the user guide).
     batch_size : int or "auto", default=256
         Minibatch size ("auto": ``min(200, n_samples)``). The contrastive
         loss takes its negatives from the batch.
