@@ -544,7 +544,7 @@ class MAGICClustering(
             text_mask.astype(np.float64), dtype=ctx.dtype, device=ctx.device
         )
         w = None
-        if weights is not None:
+        if weights is not None:  # validated and scaled to mean one in fit
             w = to_tensor(weights, dtype=ctx.dtype, device=ctx.device)
         return image, texts, mask, w
 
@@ -553,7 +553,7 @@ class MAGICClustering(
         torch = import_torch()
         module.eval()
         with torch.no_grad():
-            *_, c = module.encode(image, texts, mask)
+            c = module.encode(image, texts, mask)[2]
         C = c.detach().cpu().double().numpy()
         km = KMeans(self.n_clusters, n_init=5, random_state=seed)
         km.fit(C, sample_weight=weights)

@@ -153,17 +153,11 @@ class MAGICNet(nn.Module):
         h_image, h_texts = self.adapt(image, texts)
         z_image = F.normalize(h_image, dim=1)
         z_texts = [F.normalize(h, dim=1) for h in h_texts]
-        return (
-            h_image,
-            h_texts,
-            z_image,
-            z_texts,
-            self.consensus(z_image, z_texts, mask),
-        )
+        return z_image, z_texts, self.consensus(z_image, z_texts, mask)
 
     def forward(self, image, texts, mask):
         """Consensus codes and the cluster probabilities from them."""
-        *_, c = self.encode(image, texts, mask)
+        c = self.encode(image, texts, mask)[2]
         return torch.cat([c, self.assign(c)], dim=1)
 
     # ------------------------------------------------------------ losses
@@ -182,14 +176,10 @@ class MAGICNet(nn.Module):
 
     def warmup_loss(self, image, texts, mask, w, *, temperature, q, penalty):
         """Cross-modal alignment and the redundancy penalty (no clustering)."""
-        h_image, h_texts, z_image, z_texts, _ = self.encode(image, texts, mask)
-        return self._alignment(
-            h_image, h_texts, z_image, z_texts, mask, w, temperature, q, penalty
-        )
+        z_image, z_texts, _ = self.encode(image, texts, mask)
+        return self._alignment(z_image, z_texts, mask, w, temperature, q, penalty)
 
-    def _alignment(
-        self, h_image, h_texts, z_image, z_texts, mask, w, temperature, q, penalty
-    ):
+    def _alignment(self, z_image, z_texts, mask, w, temperature, q, penalty):
         if not self.adapters or self.n_text == 0:
             return z_image.sum() * 0.0
         loss, count = 0.0, 0
@@ -224,10 +214,8 @@ class MAGICNet(nn.Module):
         update_weights,
     ):
         """Alignment + distillation from the consensus teacher + balance."""
-        h_image, h_texts, z_image, z_texts, c = self.encode(image, texts, mask)
-        loss = self._alignment(
-            h_image, h_texts, z_image, z_texts, mask, w, temperature, q, penalty
-        )
+        z_image, z_texts, c = self.encode(image, texts, mask)
+        loss = self._alignment(z_image, z_texts, mask, w, temperature, q, penalty)
         p_cons = self.assign(c)
         p_image = self.assign(z_image) if self.adapters else p_cons
         with torch.no_grad():
