@@ -35,6 +35,7 @@ __all__ = [
     "transmit",
     "privacy_epsilon",
     "record_sensitivity",
+    "run_protocol",
     "run_simulation",
 ]
 
@@ -96,7 +97,12 @@ def transmit(message):
     their number of bytes.
     """
     arrived = {k: np.array(v, dtype=np.float32) for k, v in message.items()}
-    return arrived, sum(a.nbytes for a in arrived.values())
+    return arrived, wire_bytes(arrived)
+
+
+def wire_bytes(message):
+    """Bytes a message takes on the wire: its arrays as float32."""
+    return sum(np.asarray(v, dtype=np.float32).nbytes for v in message.values())
 
 
 def nearest_prototype(Z, means):
@@ -379,26 +385,86 @@ class Client:
         }
 
 
-def run_simulation(clients, server, rounds):
-    """Run the protocol in-process; return the bytes sent per round (up, down)."""
+def protocol_rounds(server, rounds):
+    """Number of protocol rounds: ``server.n_rounds`` if set, else ``rounds + 1``."""
+    n_rounds = getattr(server, "n_rounds", None)
+    return rounds + 1 if n_rounds is None else int(n_rounds)
+
+
+def client_reply(client, round_, received):
+    """A client's step on what reached it, as its message arrives at the server."""
+    sent, _ = transmit(client.step(round_, received))
+    return sent
+
+
+def run_protocol(server, transport, n_rounds):
+    """Run the protocol over a transport; return (final broadcast, traffic).
+
+    Every backend drives the protocol through this one sequence of calls. In
+    each round ``r`` (``0 .. n_rounds - 1``) every client steps on what it
+    received (None in round 0) and the server aggregates their messages,
+    ordered by client index, into the next broadcast; after the last round
+    every client finishes on the final broadcast. What travels down is what
+    :func:`transmit` returns, one copy per client; what travels up is what
+    :func:`client_reply` returns. Messages are dicts of arrays whose keys may
+    change from round to round: nothing here depends on them.
+
+    ``transport`` moves the messages: ``transport.n_clients``;
+    ``transport.exchange(round_, received)`` hands client ``i`` its
+    ``received[i]`` (a message or None), runs its :func:`client_reply` and
+    returns the replies ordered by client index; ``transport.finish(received)``
+    runs every client's ``finish``. ``traffic`` holds the bytes (up, down) of
+    every round, and ``(0, down)`` for the final broadcast.
+    """
+    n_clients = transport.n_clients
     broadcast = None
     traffic = []
-    for round_ in range(rounds + 1):
-        messages, up, down = [], 0, 0
-        for client in clients:
-            received = None
-            if broadcast is not None:
-                received, size = transmit(broadcast)
-                down += size
-            sent, size = transmit(client.step(round_, received))
-            up += size
-            messages.append(sent)
+    for round_ in range(n_rounds):
+        received, down = _deliver(broadcast, n_clients)
+        messages = list(transport.exchange(round_, received))
+        if len(messages) != n_clients:
+            raise RuntimeError(
+                f"Protocol round {round_}: {len(messages)} client messages "
+                f"arrived, expected {n_clients}."
+            )
+        up = sum(wire_bytes(m) for m in messages)
         broadcast = server.aggregate(round_, messages)
         traffic.append((up, down))
-    down = 0
-    for client in clients:
-        received, size = transmit(broadcast)
-        down += size
-        client.finish(received)
+    received, down = _deliver(broadcast, n_clients)
+    transport.finish(received)
     traffic.append((0, down))
+    return broadcast, traffic
+
+
+def _deliver(broadcast, n_clients):
+    """Each client's copy of the broadcast as it arrives, and their bytes."""
+    if broadcast is None:
+        return [None] * n_clients, 0
+    copies = [transmit(broadcast) for _ in range(n_clients)]
+    return [c for c, _ in copies], sum(size for _, size in copies)
+
+
+class InProcessTransport:
+    """The simulation's transport: every client object lives in this process."""
+
+    def __init__(self, clients):
+        self.clients = list(clients)
+        self.n_clients = len(self.clients)
+
+    def exchange(self, round_, received):
+        return [
+            client_reply(client, round_, message)
+            for client, message in zip(self.clients, received)
+        ]
+
+    def finish(self, received):
+        for client, message in zip(self.clients, received):
+            client.finish(message)
+
+
+def run_simulation(clients, server, rounds):
+    """Run the protocol in-process; return the bytes sent per round (up, down)."""
+    _, traffic = run_protocol(
+        server, InProcessTransport(clients), protocol_rounds(server, rounds)
+    )
     return traffic
