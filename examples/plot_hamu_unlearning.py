@@ -42,7 +42,8 @@ for label, method, step in [
     u = copy.deepcopy(fitted).set_params(
         method=method, step_size=step, target_forget_accuracy=0.0
     )
-    u.unlearn(X[forget], y[forget])
+    # The retain set is passed: by default the unlearner keeps no training row.
+    u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
     curves[label] = u.history_
     print(
         f"{label:16s} steps {len(u.history_['forget_loss']):3d}  "

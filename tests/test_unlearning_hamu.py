@@ -102,7 +102,7 @@ def test_bad_input_is_named(args, match):
         hamu_step(*args)
 
 
-# --- the unlearner (work in progress: not exported yet) ------------------------
+# --- the unlearner -------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -174,16 +174,25 @@ def test_a_random_subset_is_more_similar_to_the_retain_set_than_a_class(
     assert sims[1] > sims[0] + 0.3
 
 
-def test_retain_set_defaults_to_the_training_rows_not_forgotten(digits_logistic):
+def test_retain_set_defaults_to_the_kept_rows_not_forgotten(digits_logistic):
     import copy
 
     X, y, fitted = digits_logistic
     forget = y == 3
-    u = copy.deepcopy(fitted).set_params(max_steps=3)
-    u.unlearn(X[forget], y[forget])
+    kept = copy.deepcopy(fitted).set_params(keep_training_data=True).fit(X, y)
+    u = kept.set_params(max_steps=3).unlearn(X[forget], y[forget])
     v = copy.deepcopy(fitted).set_params(max_steps=3)
     v.unlearn(X[forget], y[forget], X[~forget], y[~forget])
     np.testing.assert_allclose(u.history_["retain_loss"], v.history_["retain_loss"])
+    assert u.n_training_rows_kept_ == (~forget).sum()
+    assert v.n_training_rows_kept_ == 0
+
+
+def test_without_kept_rows_the_retain_set_is_required(digits_logistic):
+    X, y, fitted = digits_logistic
+    assert fitted._X_fit is None and fitted._y_fit is None
+    with pytest.raises(ValueError, match="unlearn needs the retain set"):
+        fitted.unlearn(X[:5], y[:5])
 
 
 @pytest.mark.parametrize(
@@ -199,7 +208,23 @@ def test_retain_set_defaults_to_the_training_rows_not_forgotten(digits_logistic)
 def test_unlearn_bad_input_is_named(digits_logistic, forget, match):
     X, y, fitted = digits_logistic
     with pytest.raises(ValueError, match=match):
-        fitted.unlearn(*forget(X, y))
+        fitted.unlearn(*forget(X, y), X[100:], y[100:])
+
+
+@pytest.mark.parametrize(
+    "retain, match",
+    [
+        (lambda X, y: (X[100:], None), "give both X_retain and y_retain"),
+        (lambda X, y: (X[100:, :10], y[100:]), "10 features"),
+        (lambda X, y: (X[100:], y[101:]), "rows but y_retain has"),
+        (lambda X, y: (X[100:100], y[100:100]), "0 sample"),
+        (lambda X, y: (X[100:], np.full(len(y) - 100, 42)), "label 42"),
+    ],
+)
+def test_unlearn_bad_retain_input_is_named(digits_logistic, retain, match):
+    X, y, fitted = digits_logistic
+    with pytest.raises(ValueError, match=match):
+        fitted.unlearn(X[:5], y[:5], *retain(X, y))
 
 
 def test_an_estimator_without_gradients_is_refused():
@@ -225,8 +250,182 @@ def test_sheaf_admm_classifier_follows_the_unlearning_protocol():
     ).fit(X, y)
     forget = y == 3
     before = u.score(X[forget], y[forget])
-    u.unlearn(X[forget], y[forget])
+    u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
     loss = u.history_["forget_loss"]
     # The guaranteed rise shows in the forget loss, step after step.
     assert len(loss) == 4 and np.all(np.diff(loss) > 0)
     assert u.score(X[forget], y[forget]) < before
+
+
+# --- what the unlearned model holds (issue 53, item 1) --------------------------
+
+
+def _holds_row(blob, X_rows):
+    """Indices of the rows whose float64 or float32 bytes occur in ``blob``.
+
+    A zip archive (a skops file, a torch state inside it) is searched member by
+    member, decompressed, as well as byte for byte.
+    """
+    import io
+    import zipfile
+
+    blobs = [blob]
+    queue = [blob]
+    while queue:
+        data = queue.pop()
+        if not zipfile.is_zipfile(io.BytesIO(data)):
+            continue
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for name in archive.namelist():
+                member = archive.read(name)
+                blobs.append(member)
+                queue.append(member)
+    found = set()
+    for i, row in enumerate(np.asarray(X_rows, dtype=np.float64)):
+        for encoded in (row.tobytes(), row.astype(np.float32).tobytes()):
+            if any(encoded in b for b in blobs):
+                found.add(i)
+    return sorted(found)
+
+
+def _skops_bytes(model, tmp_path):
+    sio = pytest.importorskip("skops.io")
+    path = tmp_path / "model.skops"
+    sio.dump(model, path)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def digits_small():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    forget = np.zeros(len(y), dtype=bool)
+    forget[rng.choice(len(y), 30, replace=False)] = True
+    return X, y, forget
+
+
+def _unlearner(**params):
+    from sklearn_ext.unlearning import HAMUUnlearner, UnlearnableMLPClassifier
+
+    base = UnlearnableMLPClassifier((16,), max_iter=15, device="cpu", random_state=0)
+    return HAMUUnlearner(base, random_state=0, **{"max_steps": 3, **params})
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_no_forget_row_is_held_after_unlearn(digits_small, tmp_path, keep):
+    import pickle
+
+    X, y, forget = digits_small
+    u = _unlearner(keep_training_data=keep).fit(X, y)
+    if keep:
+        # The detector finds the rows while they are held (in both files)...
+        assert _holds_row(pickle.dumps(u), X[forget]) == list(range(forget.sum()))
+        assert _holds_row(_skops_bytes(u, tmp_path), X[forget]) == list(
+            range(forget.sum())
+        )
+        u.unlearn(X[forget], y[forget])
+        # ...and the rows not forgotten are still there.
+        assert _holds_row(pickle.dumps(u), X[~forget][:5]) == list(range(5))
+    else:
+        u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
+    assert _holds_row(pickle.dumps(u), X[forget]) == []
+    assert _holds_row(_skops_bytes(u, tmp_path), X[forget]) == []
+
+
+def test_a_forgotten_row_never_reenters_a_retain_set(digits_small, monkeypatch):
+    from sklearn_ext.unlearning import UnlearnableMLPClassifier
+
+    X, y, first = digits_small
+    rng = np.random.default_rng(1)
+    second = np.zeros(len(y), dtype=bool)
+    second[rng.choice(np.flatnonzero(~first), 30, replace=False)] = True
+    u = _unlearner(keep_training_data=True).fit(X, y)
+    u.unlearn(X[first], y[first])
+    assert u.n_training_rows_kept_ == len(y) - first.sum()
+
+    seen = []
+    original = UnlearnableMLPClassifier._module_inputs
+
+    def spy(self, rows, **kwargs):
+        seen.append(np.array(rows, copy=True))
+        return original(self, rows, **kwargs)
+
+    monkeypatch.setattr(UnlearnableMLPClassifier, "_module_inputs", spy)
+    u.unlearn(X[second], y[second])
+    # Two calls: the forget rows, then the retain rows the batches come from.
+    assert len(seen) == 2
+    np.testing.assert_array_equal(seen[0], X[second])
+    retain = seen[1]
+    assert len(retain) == len(y) - first.sum() - second.sum()
+    assert _holds_row(retain.tobytes(), X[first]) == []
+    assert _holds_row(retain.tobytes(), X[second]) == []
+    assert u.n_training_rows_kept_ == len(retain)
+    # Given explicitly, a forgotten row is refused as well.
+    with pytest.raises(ValueError, match="forgotten by an earlier unlearn"):
+        rows = np.flatnonzero(~first & ~second)[:10]
+        rest = np.setdiff1d(np.arange(len(y)), rows)
+        u.unlearn(X[rows], y[rows], X[rest], y[rest])
+    # So is a second request for a row already deleted.
+    with pytest.raises(ValueError, match="earlier unlearn already deleted them"):
+        u.unlearn(X[first][:3], y[first][:3])
+
+
+def test_a_forget_row_never_trained_on_is_an_error(digits_small):
+    X, y, _ = digits_small
+    u = _unlearner(keep_training_data=True).fit(X[100:], y[100:])
+    with pytest.raises(
+        ValueError, match=r"2 of the 5 forget rows \(the first at index 0\)"
+    ):
+        u.unlearn(np.r_[X[:2], X[100:103]], np.r_[y[:2], y[100:103]])
+    # A known row with another label is not that row either.
+    wrong = (y[100:101] + 1) % 10
+    with pytest.raises(ValueError, match="not among the kept training rows"):
+        u.unlearn(X[100:101], wrong)
+    # Nothing was deleted by the refused requests.
+    assert u.n_training_rows_kept_ == len(y) - 100
+    with pytest.raises(ValueError, match="cannot also be retained"):
+        u.unlearn(X[100:103], y[100:103], X[100:200], y[100:200])
+
+
+# --- batches (issue 53, item 5) -------------------------------------------------
+
+
+def test_batches_are_drawn_without_replacement():
+    from sklearn_ext.unlearning._hamu import _batch_indices
+    from sklearn_ext.utils._torch import make_generator
+
+    whole = _batch_indices(7, 7, make_generator(0))
+    for _ in range(3):
+        assert next(whole).tolist() == list(range(7))
+    assert next(_batch_indices(7, 100, make_generator(0))).tolist() == list(range(7))
+    batches = _batch_indices(10, 4, make_generator(0))
+    epoch = [next(batches).tolist() for _ in range(3)]
+    assert [len(b) for b in epoch] == [4, 4, 2]
+    assert sorted(sum(epoch, [])) == list(range(10))
+    assert sorted(sum((next(batches).tolist() for _ in range(3)), [])) == list(
+        range(10)
+    )
+
+
+def test_a_batch_as_large_as_the_set_is_the_whole_set(digits_small):
+    X, y, forget = digits_small
+    u = _unlearner(batch_size=5000, max_steps=6, max_step_retries=0).fit(X, y)
+    u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
+    h = u.history_
+    # Each step's batch rise is the rise of the whole forget set's loss.
+    np.testing.assert_allclose(
+        h["batch_forget_rise"][1:], np.diff(h["forget_loss"]), rtol=1e-6, atol=1e-9
+    )
+
+
+def test_same_random_state_same_floats(digits_small):
+    X, y, forget = digits_small
+    runs = []
+    for _ in range(2):
+        u = _unlearner(batch_size=8, max_steps=5).fit(X, y)
+        u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
+        runs.append((u.history_, u.predict_proba(X[:50])))
+    assert runs[0][0] == runs[1][0]
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])

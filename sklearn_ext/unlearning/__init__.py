@@ -3,12 +3,12 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from sklearn_ext.unlearning._hamu import (
-    HAMUUnlearner,
-    forget_retain_similarity,
+from sklearn_ext.unlearning._hamu import HAMUUnlearner, forget_retain_similarity
+from sklearn_ext.unlearning._hamu_update import HAMUStep, hamu_step
+from sklearn_ext.unlearning._membership import (
+    lira_membership_auc,
     membership_inference_auc,
 )
-from sklearn_ext.unlearning._hamu_update import HAMUStep, hamu_step
 from sklearn_ext.unlearning._mlp import UnlearnableMLPClassifier
 
 __all__ = [
@@ -17,5 +17,6 @@ __all__ = [
     "UnlearnableMLPClassifier",
     "forget_retain_similarity",
     "hamu_step",
+    "lira_membership_auc",
     "membership_inference_auc",
 ]
