@@ -3,7 +3,10 @@
 The protocol a base classifier follows: after ``fit`` it has
 ``classes_``, a ``module_`` mapping a float tensor of inputs to logits over
 ``classes_``, and ``_module_inputs(X, device, dtype)`` building that
-tensor from raw rows (its preprocessing applied).
+tensor from raw rows (its preprocessing applied). Optionally
+``_refit_preprocessing(X_retain)``: recompute that preprocessing on the
+retain rows without changing the network's function, so that it no longer
+depends on the forget rows.
 """
 
 # Authors: The sklearn_ext developers
@@ -117,10 +120,10 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         Verified steps: after a feasible HAMU step, the batch's forget loss
         is evaluated again; when its realised rise falls short of ``c``, the
         step is undone and solved again with a first-order target raised by
-        the shortfall ratio (``target * c / realised``, at most the reach
-        ``step_size * ||g_f||``), at most this many times. Each retry costs one
-        forward pass over the forget batch (the gradients are reused); a
-        raised target costs retain loss. 0 takes every step as solved.
+        the shortfall ratio and 1% (``1.01 * target * c / realised``, at most
+        the reach ``step_size * ||g_f||``), at most this many times. Each
+        retry costs one forward pass over the forget batch (the gradients
+        are reused); a raised target costs retain loss. 0 takes every step as solved.
     target_forget_accuracy : float, default=None
         Stop once the accuracy on the forget set is at most this (e.g. the
         accuracy a model retrained without the forget set has on it).
@@ -146,6 +149,11 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         Class labels.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    preprocessing_refit_ : bool
+        Set by ``unlearn``: whether the base classifier's preprocessing was
+        recomputed on the retain set (it has the protocol's
+        ``_refit_preprocessing``, as :class:`UnlearnableMLPClassifier` has),
+        so that it no longer depends on the forget rows.
     n_training_rows_kept_ : int
         Training rows held (0 unless ``keep_training_data``); falls by the
         rows each ``unlearn`` deletes.
@@ -177,12 +185,16 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
     ``keep_training_data=False`` the unlearner stores no training row, and
     ``unlearn`` stores none of the rows it is given (only scalar losses and
     accuracies in ``history_``): no forget row can be read back from the
-    model or its file. Not protected: the base classifier's standardiser
-    (column means and scales) was computed on all training rows, forget
-    rows included, and is not recomputed; and the weights after approximate
-    unlearning are not those of a model retrained without the forget rows,
-    so they can still carry information about them. Membership attacks
-    (:func:`lira_membership_auc`) measure how much.
+    model or its file. The base classifier's preprocessing is recomputed on
+    the retain set where the base has the protocol's hook
+    (:class:`UnlearnableMLPClassifier`'s standardiser; otherwise
+    ``preprocessing_refit_`` is False and it keeps statistics of all the
+    training rows, forget rows included). Not protected: the weights after
+    approximate unlearning are not those of a model retrained without the
+    forget rows, so they still carry information about them (membership
+    attacks such as :func:`lira_membership_auc` measure how much), and the
+    base's ``loss_curve_`` and ``n_iter_`` describe the original training on
+    all rows.
 
     The constraint is on the whole model (one concatenated gradient), not
     shared out per tensor. The guarantee is first order: verified steps
@@ -418,7 +430,8 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             and target < reach * (1 - 1e-9)
         ):
             ratio = required / realised if realised > 0 else np.inf
-            target = min(target * max(ratio, 1.0 + 1e-6), reach)
+            # 1% beyond the shortfall: the ratio alone converges from below.
+            target = min(target * max(ratio, 1.0) * 1.01, reach)
             retries += 1
             step = hamu_step(g_r, g_f, target, radius)
             realised = apply(step.delta)
@@ -477,6 +490,12 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"label {err.args[0]!r} is not among the classes seen in fit."
             ) from None
+        # The base's preprocessing (a standardiser fitted on all training
+        # rows) is recomputed on the retain set where the base allows it.
+        refit = getattr(base, "_refit_preprocessing", None)
+        if refit is not None:
+            refit(Xr)
+        self.preprocessing_refit_ = refit is not None
         inputs_f = base._module_inputs(Xf, device=device, dtype=dtype)
         inputs_r = base._module_inputs(Xr, device=device, dtype=dtype)
         ce = torch.nn.CrossEntropyLoss()

@@ -141,6 +141,36 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         """``module_``'s input for raw rows ``X`` (the unlearning protocol)."""
         return to_tensor((X - self._mean) / self._scale, dtype=dtype, device=device)
 
+    def _refit_preprocessing(self, X):
+        """Standardise on the rows ``X`` from now on, with the same function.
+
+        The unlearning protocol's optional hook: ``HAMUUnlearner.unlearn``
+        calls it with the retain set, so that the stored column means and
+        scales no longer depend on the forget rows (from the means of all
+        training rows and the retain rows, the sum of the forget rows could be
+        read off: one forgotten row exactly). The first layer absorbs the
+        change, ``W' = W diag(s'/s)`` and ``b' = b + W ((m' - m) / s)``, so the
+        network computes the same logits up to rounding. The optimiser state
+        kept for ``warm_start`` (Adam moments of gradients over all training
+        rows) is dropped.
+        """
+        torch = import_torch()
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        first = self.module_[0]
+        with torch.no_grad():
+            w = first.weight
+            ratio = to_tensor(scale / self._scale, dtype=w.dtype, device=w.device)
+            shift = to_tensor(
+                (mean - self._mean) / self._scale, dtype=w.dtype, device=w.device
+            )
+            first.bias.add_(w @ shift)
+            w.mul_(ratio)
+        self._mean, self._scale = mean, scale
+        if getattr(self, "_training_state", None) is not None:
+            self._training_state = None
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Train the network.
