@@ -20,7 +20,7 @@ SMALL = {
     "pretrain_iter": "auto",
     "latent_dim": 4,
     "hidden_layer_sizes": (32,),
-    "noise_multiplier": 0.0,
+    "epsilon": None,
     "learning_rate_init": 3e-3,
     "device": "cpu",
 }
@@ -56,61 +56,191 @@ def test_closed_form_w2_matches_pots_bures_wasserstein():
             assert ours[i, j] == pytest.approx(float(w) ** 2, rel=1e-8, abs=1e-10)
 
 
-def test_record_sensitivity_bounds_one_samples_statistics():
-    """Adding one clipped sample moves (count, sum, sumsq) by at most Delta."""
+def test_stat_record_norm_bounds_one_samples_weighted_record():
+    """One clipped sample moves the weighted (count, sum, sumsq) by <= the bound."""
     rng = np.random.default_rng(1)
-    c = 0.7
+    radius = 0.7
+    w_c, w_s, w_q = protocol.STAT_WEIGHTS
     for _ in range(200):
-        z = rng.normal(size=6) * rng.uniform(0.1, 5)
-        z = z * min(1.0, c / np.linalg.norm(z))
-        change = np.concatenate([[1.0], z, z**2])
-        assert np.linalg.norm(change) <= protocol.record_sensitivity(c) + 1e-12
+        r = protocol.clip_rows(rng.normal(size=(1, 6)) * rng.uniform(0.1, 5), radius)[0]
+        record = np.concatenate(
+            [[1 / w_c], r / (radius * w_s), r**2 / (radius**2 * w_q)]
+        )
+        assert np.linalg.norm(record) <= protocol.stat_record_norm() + 1e-12
 
 
-def test_epsilon_is_the_rdp_accountants_and_shrinks_with_noise():
-    dp = pytest.importorskip("dp_accounting")
+def _audit_epsilon_lower_bound(multiplier, trials=4000, delta=1e-3, seed=0):
+    """Clopper-Pearson lower bound of epsilon from a canary distinguishing test.
+
+    A client's cluster statistics are released with and without one canary
+    sample at the edge of the clipping ball; the attacker thresholds the
+    released sum's projection on the canary's direction. From the false
+    positive and false negative rates (95% Clopper-Pearson upper bounds),
+    every (epsilon, delta) mechanism has
+    ``epsilon >= log((1 - delta - FNR) / FPR)``.
+    """
+    from scipy.stats import beta
+
+    rng = np.random.default_rng(seed)
+    E = protocol.clip_rows(rng.normal(size=(30, 4)) * 0.3, 1.0)
+    canary = np.array([[0.0, 0.0, 0.0, 1.0]])
+    centre = np.zeros((1, 4))
+    radius = 1.0
+
+    def released(with_canary, trial):
+        data = np.vstack([E, canary]) if with_canary else E
+        out = protocol.release_cluster_stats(
+            data,
+            np.zeros(len(data), dtype=int),
+            centre,
+            radius,
+            multiplier,
+            np.random.default_rng([seed, trial, with_canary]),
+            protocol.PrivacyLedger(),
+            "audit",
+        )
+        return out["sums"][0, 3]
+
+    inside = np.array([released(True, t) for t in range(trials)])
+    outside = np.array([released(False, t) for t in range(trials)])
+    threshold = E[:, 3].sum() + 0.5
+    fn, fp = int((inside <= threshold).sum()), int((outside > threshold).sum())
+
+    def upper(k):
+        return 1.0 if k == trials else float(beta.ppf(0.975, k + 1, trials - k))
+
+    fpr, fnr = upper(fp), upper(fn)
+    if fpr <= 0 or 1 - delta - fnr <= 0:
+        return 0.0
+    return max(0.0, math.log((1 - delta - fnr) / fpr))
+
+
+def test_canary_audit_stays_within_the_ledgers_epsilon():
+    """Measured leakage of a release is below its epsilon; without noise it is not."""
+    multiplier = 1.0
+    ledger = protocol.PrivacyLedger()
+    ledger.gaussian("audit", multiplier)
+    epsilon = ledger.epsilon(1e-3)
+    measured = _audit_epsilon_lower_bound(multiplier)
+    assert 0.0 < measured <= epsilon
+    # The same audit on a release without noise exceeds any finite budget
+    # the accountant would grant at that multiplier.
+    assert _audit_epsilon_lower_bound(0.0, trials=500) > epsilon
+
+
+def _private_fit(X, views, **params):
+    return FederatedMultiViewClustering(
+        4,
+        views=views,
+        n_clients=2,
+        **{**SMALL, "epsilon": 8.0, **params},
+        random_state=0,
+    ).fit(X)
+
+
+def test_recorded_releases_are_the_plan_and_spend_epsilon():
+    """Every client's ledger is the plan the noise was calibrated on."""
     X, _, views = _blobs()
-    fitted = {}
-    for sigma in (0.0, 2.0, 8.0):
-        model = FederatedMultiViewClustering(
-            4,
-            views=views,
-            n_clients=2,
-            **{**SMALL, "noise_multiplier": sigma},
-            random_state=0,
-        ).fit(X)
-        fitted[sigma] = model.epsilon_
-    acc = dp.rdp.RdpAccountant()
-    acc.compose(dp.GaussianDpEvent(2.0), SMALL["rounds"] + 1)
-    assert fitted[2.0] == pytest.approx(acc.get_epsilon(1e-5))
-    assert math.isinf(fitted[0.0]) and fitted[8.0] < fitted[2.0]
+    model = _private_fit(X, views)
+    assert model.epsilon_ == pytest.approx(8.0, abs=0.05)
+    assert np.all(model.client_epsilon_ <= 8.0 + 1e-6)
+    np.testing.assert_allclose(
+        model.client_delta_, 1 / np.bincount(model.client_of_sample_)
+    )
+    for i, report in enumerate(model.privacy_report_):
+        multipliers = {e["what"]: e["noise_multiplier"] for e in report}
+        scale = multipliers["cell statistics"] / protocol.BASE_MULTIPLIERS["stats"]
+        spec = {
+            "batch_size": SMALL.get("batch_size", 128),
+            "pretrain_iter": SMALL["pretrain_iter"],
+            "local_epochs": SMALL["local_epochs"],
+            "align": True,
+        }
+        n = int((model.client_of_sample_ == model.client_ids_[i]).sum())
+        plan = protocol.privacy_plan(
+            spec, n, SMALL["rounds"], protocol.privacy_multipliers(scale)
+        )
+        planned = sorted(
+            (e["what"], e["kind"], e["count"], e["rate"], e["noise_multiplier"])
+            for e in plan.report()
+        )
+        recorded = sorted(
+            (e["what"], e["kind"], e["count"], e["rate"], e["noise_multiplier"])
+            for e in report
+        )
+        assert [p[:4] for p in planned] == [r[:4] for r in recorded]
+        np.testing.assert_allclose([p[4] for p in planned], [r[4] for r in recorded])
+        training = [e for e in report if e["what"].startswith("DP-SGD")]
+        assert {e["what"] for e in training} == {
+            "DP-SGD: pretraining",
+            "DP-SGD: local training",
+        }
 
 
-def test_noise_is_added_to_what_clients_send(monkeypatch):
-    pytest.importorskip("dp_accounting")
+def test_training_is_accounted_epsilon_grows_with_local_epochs():
+    """At fixed noise more local epochs cost more; at a fixed epsilon, more noise."""
+    spec = {"batch_size": 32, "pretrain_iter": 2, "align": True}
+    multipliers = protocol.privacy_multipliers(2.0)
+    eps = [
+        protocol.privacy_plan({**spec, "local_epochs": e}, 120, 3, multipliers).epsilon(
+            1 / 120
+        )
+        for e in (0, 1, 4)
+    ]
+    assert eps[0] < eps[1] < eps[2]
     X, _, views = _blobs()
-    sent = {}
+    noise = []
+    for epochs in (1, 4):
+        model = _private_fit(X, views, local_epochs=epochs)
+        (train,) = [
+            e for e in model.privacy_report_[0] if e["what"] == "DP-SGD: local training"
+        ]
+        assert train["count"] == epochs * SMALL[
+            "rounds"
+        ] * protocol.train_steps_per_epoch(train["rate"])
+        noise.append(train["noise_multiplier"])
+    assert noise[1] > noise[0]
+
+
+def test_noise_is_added_to_everything_clients_send(monkeypatch):
+    X, _, views = _blobs()
+    sent = []
     real = protocol.transmit
 
     def spy(message):
         arrived, size = real(message)
         if "counts" in message:
-            sent.setdefault("counts", []).append(arrived["counts"])
+            sent.append(arrived["counts"])
         return arrived, size
 
     monkeypatch.setattr(protocol, "transmit", spy)
-    for sigma in (0.0, 1.0):
+    for epsilon in (None, 8.0):
         sent.clear()
         FederatedMultiViewClustering(
             4,
             views=views,
             n_clients=2,
-            **{**SMALL, "noise_multiplier": sigma},
+            **{**SMALL, "epsilon": epsilon},
             random_state=0,
         ).fit(X)
-        counts = np.concatenate(sent["counts"])
-        integral = np.allclose(counts, np.round(counts))
-        assert integral == (sigma == 0.0)
+        counts = np.concatenate([np.ravel(c) for c in sent])
+        integral = np.allclose(counts, np.round(counts), atol=1e-4)
+        assert integral == (epsilon is None)
+
+
+def test_privacy_bad_inputs_are_clear_errors():
+    X, _, views = _blobs()
+    for params, match in (
+        ({"epsilon": 0.0}, "'epsilon' parameter"),
+        ({"epsilon": -1.0}, "'epsilon' parameter"),
+        ({"delta": 1.0}, "'delta' parameter"),
+        ({"delta": 0.0}, "'delta' parameter"),
+        ({"epsilon": 8.0, "view_weight": 1.0}, "view_weight > 0"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            FederatedMultiViewClustering(
+                4, views=views, n_clients=2, **{**SMALL, **params}
+            ).fit(X)
 
 
 # --- the federation ------------------------------------------------------------
@@ -171,20 +301,34 @@ def test_no_client_feature_array_leaves_a_client(monkeypatch):
     model = FederatedMultiViewClustering(
         4, views=views, client_column=-1, **SMALL, random_state=0
     ).fit(Xc)
-    k, d = 4, SMALL["latent_dim"]
+    k, d, n_views = 4, SMALL["latent_dim"], len(views)
+    width = X.shape[1]
+    shapes = {
+        "sums": (width,),
+        "counts": (n_views,),
+        "sumsq": (width,),
+        "col_mean": (width,),
+        "col_scale": (width,),
+    }
+    allowed = [set(f) for f in protocol.CLIENT_FIELDS.values()]
+    allowed += [set(f) for f in protocol.SERVER_FIELDS.values()]
     total = 0
     for message in crossed:
-        assert set(message) in (
-            set(protocol.CLIENT_FIELDS),
-            set(protocol.SERVER_FIELDS),
-        )
+        assert set(message) in allowed
+        clusters = "means" in message or message.keys() == {"counts", "sums", "sumsq"}
         for name, array in message.items():
-            assert array.shape == ((k,) if name == "counts" else (k, d)), name
+            if clusters:
+                expected = (k,) if name == "counts" else (k, d)
+            else:
+                expected = shapes[name]
+            assert array.shape == expected, name
             total += array.astype(np.float32).nbytes
     assert total == model.communication_bytes_
     assert model.communication_bytes_ < model.feature_bytes_
-    # Rounds 0..3 upload from 3 clients; 3 broadcasts plus the final one down.
-    assert len(crossed) == 4 * 3 + 4 * 3
+    # 3 set-up rounds and 3 clustering rounds upload from 3 clients; each
+    # round's broadcast and the final one go down to 3 clients.
+    n_rounds = protocol.N_SETUP_ROUNDS + SMALL["rounds"]
+    assert len(crossed) == n_rounds * 3 + n_rounds * 3
 
 
 def test_dirichlet_partition_is_skewed_and_each_client_can_cluster():
@@ -265,7 +409,7 @@ def test_flower_backend_equals_the_simulation():
     pytest.importorskip("dp_accounting")
     X, _, views = _blobs(n=150, n_clusters=3)
     Xc, _ = _with_clients(X, 2)
-    params = {**SMALL, "rounds": 2, "noise_multiplier": 1.0}
+    params = {**SMALL, "rounds": 2, "epsilon": 8.0}
     fits = {
         backend: FederatedMultiViewClustering(
             3,

@@ -11,7 +11,9 @@ from sklearn.cluster import KMeans
 
 from sklearn_ext.base import MultiViewMixin, TorchDeviceMixin
 from sklearn_ext.cluster import _fedmvc_protocol as protocol
+from sklearn_ext.cluster._fedmvc_protocol import feature_transform
 from sklearn_ext.utils._docstrings import fill_doc
+from sklearn_ext.utils._privacy import PrivacyLedger, calibrate_noise
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -69,19 +71,34 @@ class FederatedMultiViewClustering(
     deviation per cluster) and broadcasts those. The three parts of the
     method:
 
-    * **Privacy.** A sample's fused embedding is clipped to the ball of
-      radius ``clip_norm``, so one sample moves the statistics of its cluster
-      by at most :math:`\Delta = \sqrt{1 + C^2 + C^4}` (count, sum, sum of
-      squares); each release adds :math:`N(0, (\sigma\Delta)^2)` noise to
-      every entry, :math:`\sigma` = ``noise_multiplier``. The clients' data
-      are disjoint, so each client's guarantee is that of its own
-      ``rounds + 1`` releases, composed by the RDP accountant of Google's
-      dp-accounting (``epsilon_`` for ``delta``; add/remove adjacency). The
-      noise is calibrated to the clipped records' sensitivity; the noise on a
-      prototype's mean shrinks as its cluster grows (the noise of a sum over
-      its count), which is how the clusters' noise adapts to their size. The
-      abstract's own adaptive schedule is not specified; a fixed multiplier
-      per round is what the accountant composes here.
+    * **Privacy** (``epsilon``, default 8). The unit of privacy is one
+      sample of one client (add/remove adjacency); ``delta`` defaults to
+      ``1 / n`` for a client of ``n`` samples. The guarantee covers
+      **everything a client releases over the whole run**: the column sums,
+      view counts and squared deviations that set the shared
+      standardisation; every clipping radius (a noisy quantile of the
+      per-sample norms, released as a histogram); the network training
+      (DP-SGD through opacus: per-sample gradients clipped to norm 1, Poisson
+      batches, Gaussian noise), so that the networks, and every embedding and
+      label computed from them, depend on a sample only through noised
+      quantities; and every cluster-statistics release (counts, residual
+      sums and residual sums of squares about public centres, residuals
+      clipped, Gaussian mechanism). With privacy a sample's cluster is its
+      nearest released global prototype (one Lloyd step of the pooled
+      clustering per round), a function of that sample and of released
+      quantities, so that one sample changes one record of each release.
+      Every release is recorded in a ledger and composed by the RDP
+      accountant of Google's dp-accounting; the noise of all mechanisms is
+      scaled by one factor, chosen before any data are touched so that the
+      planned ledger spends ``epsilon`` (``epsilon_`` is the recorded one).
+      The noise adapts per round: each release's clipping radius is the
+      noisy 90% quantile of the current residual norms, so the noise follows
+      the spread of the clusters as training tightens them, and a prototype's
+      noise shrinks with the number of samples pooled into it. Not covered:
+      what stays at the client (its own ``labels_``, networks and
+      ``client_of_sample_`` in the fitted object, which the user holds).
+      ``epsilon=None`` releases exact statistics (``epsilon_ = inf``) and
+      lets each client cluster by k-means to convergence.
     * **Co-occurrence structural alignment.** Cluster indices are arbitrary
       on each client. Before the first pooling (no global prototypes yet)
       the server groups all clients' first prototypes into ``n_clusters``
@@ -95,7 +112,9 @@ class FederatedMultiViewClustering(
       the same samples) every local cluster takes the global cluster it
       co-occurs with most, and the client relabels its clusters, its
       statistics and its training targets accordingly, before anything is
-      pooled. ``alignment=None`` pools by index as sent (the ablation).
+      pooled (without privacy; with privacy every sample takes its nearest
+      global prototype, see above). ``alignment=None`` pools by index as
+      sent (the ablation).
     * **Wasserstein prototype contrast.** Local training minimises, per
       sample, the reconstruction of its observed views from the fused
       embedding and a prototype contrast: each local cluster of the batch,
@@ -109,18 +128,22 @@ class FederatedMultiViewClustering(
       ablations). An optional cross-view InfoNCE (``view_weight``) contrasts
       every view's embedding with the fused ones of the batch.
 
-    Round 0 pretrains every client's networks on its own data
-    (reconstruction, ``pretrain_iter``), clusters them by k-means and sends
-    the first statistics; rounds ``1 .. rounds`` train ``local_epochs``
-    against the broadcast prototypes, recluster, align and send. All clients
-    start from the same network weights (one seed, drawn from
-    ``random_state``) and keep their own Adam state across rounds; nothing
-    else ties their embedding spaces together, since networks never leave a
-    client. A sample's cluster is its nearest final global prototype in its
-    client's embedding space. Columns are standardised by each client over
-    its own samples (no statistics of the data are shared).
+    Rounds 0 and 1 agree on a shared standardisation of the columns (after
+    ``asinh``, so that one clipping radius serves columns of any scale):
+    pooled means, then pooled standard deviations. Round 2 pretrains every
+    client's networks on its own data (reconstruction, ``pretrain_iter``)
+    and sends the first statistics (without privacy: the clusters of a
+    local k-means; with privacy: the cells of random anchors drawn about
+    its noised embedding mean, grouped by the server); rounds ``3 .. 2 +
+    rounds`` train ``local_epochs`` against the broadcast prototypes,
+    recluster, align and send. All clients start from the same network
+    weights (one seed, drawn from ``random_state``) and keep their own Adam
+    state across rounds; nothing else ties their embedding spaces together,
+    since networks never leave a client. A sample's cluster is its nearest
+    final global prototype in its client's embedding space.
 
-    **Measured choices and limits** (mfeat over 6 clients, see
+    **Measured choices and limits** (measured on the pipeline before the
+    private standardisation and DP-SGD; mfeat over 6 clients, see
     ``benchmarks/bench_fedmvc.py`` and the user guide): the cross-view
     InfoNCE is off by default (``view_weight=0``) because it lowered ACC
     from 0.94 to 0.87; grouping the first prototypes in the 2-Wasserstein
@@ -183,15 +206,17 @@ class FederatedMultiViewClustering(
     hidden_layer_sizes : tuple of int, default=(256,)
         Hidden layers of every view's encoder (reversed for its decoder).
 
-    noise_multiplier : float, default=1.0
-        Standard deviation of the noise, in units of the records'
-        sensitivity; 0 releases the exact statistics (``epsilon_ = inf``).
+    epsilon : float or None, default=8.0
+        The privacy budget of every client over the whole run (see
+        Privacy above); must be positive. None: no privacy (exact
+        statistics, ``epsilon_ = inf``). Needs ``view_weight=0``.
 
     clip_norm : float, default=1.0
         Radius of the ball the fused embeddings are clipped to.
 
-    delta : float, default=1e-5
-        The delta of the (epsilon, delta) guarantee reported as ``epsilon_``.
+    delta : float or None, default=None
+        The delta of every client's (epsilon, delta) guarantee, in (0, 1);
+        None: ``1 / n`` for a client of ``n`` samples.
 
     alignment : {"cooccurrence"} or None, default="cooccurrence"
         Align the clients' cluster indices before pooling (see above), or
@@ -214,11 +239,21 @@ class FederatedMultiViewClustering(
     learning_rate_init : float, default=1e-3
         Adam's step size.
 
-    backend : {"simulation", "flower"}, default="simulation"
-        Run the rounds in-process, or as a real Flower federation: a Flower
-        server in this process and one process per client, on loopback
-        (needs the ``federated`` extra). Both run the same client and server
-        code and give the same result for the same ``random_state``.
+    backend : {"simulation", "flower", "flower-simulation"}, default="simulation"
+        Where the protocol runs; all three drive the same client and server
+        code through the same sequence of calls and give the same result for
+        the same ``random_state`` (labels identical, prototypes equal to
+        float32 round-off, the same bytes per round). ``"simulation"``:
+        in-process, the fastest. ``"flower"``: Flower's Deployment Runtime on
+        loopback (127.0.0.1, insecure mode, free ports): a SuperLink, one
+        SuperNode per client, the ServerApp and the ClientApps are separate
+        processes; a client's process loads its own data from a private
+        temporary file and hands its networks and labels back to this
+        process directly, and the server's process receives only the
+        protocol's messages. ``"flower-simulation"``: the same ServerApp and
+        ClientApp run by Flower's Simulation Runtime (Ray) in one child
+        process tree. Both Flower backends need the ``federated`` extra; see
+        the user guide.
 
     %(device)s
 
@@ -249,7 +284,15 @@ class FederatedMultiViewClustering(
         Every client's standardisation of the feature columns.
 
     epsilon_ : float
-        Each client's privacy loss for ``delta`` over all its releases.
+        The largest client epsilon (``inf`` without privacy).
+
+    client_epsilon_, client_delta_ : ndarray of shape (n_clients,)
+        Every client's epsilon over all its recorded releases, and its delta.
+
+    privacy_report_ : list of list of dict
+        Every client's ledger: per mechanism ``what``, ``kind``
+        (``"gaussian"`` or ``"poisson_gaussian"``), ``noise_multiplier``,
+        ``count`` and ``rate``.
 
     communication_bytes_ : int
         Bytes that crossed the wire in all (uploads and downloads, as
@@ -304,7 +347,7 @@ class FederatedMultiViewClustering(
     ...     200, view_sizes=(5, 5), n_clusters=3, random_state=0)
     >>> model = FederatedMultiViewClustering(
     ...     n_clusters=3, views=views, n_clients=2, rounds=2, latent_dim=4,
-    ...     hidden_layer_sizes=(16,), noise_multiplier=0.0, device="cpu",
+    ...     hidden_layer_sizes=(16,), epsilon=None, device="cpu",
     ...     random_state=0).fit(X)
     >>> model.labels_.shape, model.prototypes_.shape
     ((200,), (3, 4))
@@ -326,16 +369,16 @@ class FederatedMultiViewClustering(
         ],
         "latent_dim": [Interval(Integral, 1, None, closed="left")],
         "hidden_layer_sizes": [tuple, list],
-        "noise_multiplier": [Interval(Real, 0, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), None],
         "clip_norm": [Interval(Real, 0, None, closed="neither")],
-        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "alignment": [StrOptions({"cooccurrence"}), None],
         "contrast": [StrOptions({"wasserstein", "euclidean", "none"})],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "view_weight": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 2, None, closed="left")],
         "learning_rate_init": [Interval(Real, 0, None, closed="neither")],
-        "backend": [StrOptions({"simulation", "flower"})],
+        "backend": [StrOptions({"simulation", "flower", "flower-simulation"})],
     }
 
     _expected_failed_checks = {
@@ -367,9 +410,9 @@ class FederatedMultiViewClustering(
         pretrain_iter="auto",
         latent_dim=16,
         hidden_layer_sizes=(256,),
-        noise_multiplier=1.0,
+        epsilon=8.0,
         clip_norm=1.0,
-        delta=1e-5,
+        delta=None,
         alignment="cooccurrence",
         contrast="wasserstein",
         temperature=0.5,
@@ -392,7 +435,7 @@ class FederatedMultiViewClustering(
         self.pretrain_iter = pretrain_iter
         self.latent_dim = latent_dim
         self.hidden_layer_sizes = hidden_layer_sizes
-        self.noise_multiplier = noise_multiplier
+        self.epsilon = epsilon
         self.clip_norm = clip_norm
         self.delta = delta
         self.alignment = alignment
@@ -504,12 +547,31 @@ class FederatedMultiViewClustering(
             "pretrain_iter": self.pretrain_iter,
             "local_epochs": self.local_epochs,
             "align": self.alignment is not None,
-            "noise_multiplier": float(self.noise_multiplier),
         }
-        return [
+        specs = [
             {**common, "X": X[client == i], "seed": client_seeds[i], "client": i}
             for i in range(len(self.client_ids_))
         ]
+        for spec in specs:
+            spec["privacy"] = self._calibrate(spec, len(spec["X"]))
+        return specs
+
+    def _client_delta(self, n_samples):
+        return 1.0 / n_samples if self.delta is None else float(self.delta)
+
+    def _calibrate(self, spec, n_samples):
+        """The noise multipliers that spend ``epsilon`` at this client (or None)."""
+        if self.epsilon is None:
+            return None
+        delta = self._client_delta(n_samples)
+
+        def plan(scale):
+            return protocol.privacy_plan(
+                spec, n_samples, self.rounds, protocol.privacy_multipliers(scale)
+            )
+
+        scale = calibrate_noise(plan, float(self.epsilon), delta)
+        return protocol.privacy_multipliers(scale)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -529,10 +591,13 @@ class FederatedMultiViewClustering(
             Fitted estimator.
         """
         import_torch()
-        # Before any work: the guarantee needs the accountant (an extra).
-        epsilon = protocol.privacy_epsilon(
-            self.noise_multiplier, self.rounds + 1, self.delta
-        )
+        if self.epsilon is not None and self.view_weight > 0:
+            raise ValueError(
+                "view_weight > 0 contrasts every sample with the other samples "
+                "of its batch, so one sample's gradient depends on the others "
+                "and per-sample clipping (DP-SGD) bounds nothing: use "
+                "view_weight=0 with epsilon, or epsilon=None (no privacy)."
+            )
         X, ids, observed = self._split(X, fitting=True)
         rng = np.random.RandomState(child_seeds(self.random_state))
         if ids is None:
@@ -545,20 +610,24 @@ class FederatedMultiViewClustering(
         ctx = self._torch_context()
         seeds = child_seeds(rng, len(self.client_ids_) + 1)
         specs = self._client_specs(X, client, ctx.device, seeds)
-        if self.backend == "flower":
-            from sklearn_ext.cluster._fedmvc_flower import run_flower
-
-            states, broadcast, traffic = run_flower(
-                specs, self._server(seeds[0]), self.rounds
-            )
-        else:
+        server = self._server(seeds[0])
+        if self.backend == "simulation":
             clients = [protocol.Client(spec) for spec in specs]
-            server = self._server(seeds[0])
             traffic = protocol.run_simulation(clients, server, self.rounds)
             states = [c.state() for c in clients]
-            broadcast = {"means": server.means, "stds": server.stds}
+        else:
+            from sklearn_ext.cluster._fedmvc_flower import run_flower
+
+            # The server after the run is the server process's.
+            states, server, traffic = run_flower(
+                specs,
+                server,
+                self.rounds,
+                simulation=self.backend == "flower-simulation",
+            )
+        broadcast = {"means": server.means, "stds": server.stds}
         self._store(states, broadcast, traffic, client, X)
-        self.epsilon_ = epsilon
+        self._account(states, specs)
         self._record_device(ctx)
         return self
 
@@ -566,8 +635,25 @@ class FederatedMultiViewClustering(
         return protocol.Server(
             self.n_clusters,
             align=self.alignment is not None,
+            views=self.views_,
+            clip_norm=self.clip_norm,
             seed=seed,
+            rounds=self.rounds,
         )
+
+    def _account(self, states, specs):
+        """Every client's epsilon from the releases it recorded."""
+        deltas, epsilons, reports = [], [], []
+        for state, spec in zip(states, specs):
+            ledger = PrivacyLedger(list(state["ledger"]))
+            delta = self._client_delta(len(spec["X"]))
+            deltas.append(delta)
+            epsilons.append(ledger.epsilon(delta))
+            reports.append(ledger.report())
+        self.client_delta_ = np.asarray(deltas)
+        self.client_epsilon_ = np.asarray(epsilons)
+        self.epsilon_ = float(self.client_epsilon_.max())
+        self.privacy_report_ = reports
 
     def _store(self, states, broadcast, traffic, client, X):
         self.prototypes_ = np.asarray(broadcast["means"], dtype=np.float64)
@@ -606,7 +692,7 @@ class FederatedMultiViewClustering(
         order = np.concatenate(self.views_)
 
         def run(i, rows):
-            Z = (X[rows] - self.col_mean_[i]) / self.col_scale_[i]
+            Z = (feature_transform(X[rows]) - self.col_mean_[i]) / self.col_scale_[i]
             Z = np.where(np.isnan(Z), 0.0, Z)[:, order]
             packed = np.hstack([Z, observed[rows].astype(np.float64)])
 
@@ -726,7 +812,7 @@ class FederatedMultiViewClustering(
             "pretrain_iter": 20,
             "latent_dim": 4,
             "hidden_layer_sizes": (16,),
-            "noise_multiplier": 0.0,
+            "epsilon": None,
             "learning_rate_init": 1e-2,
             "device": "cpu",
         }

@@ -17,8 +17,6 @@ __all__ = ["FedMVCNet", "FederatedEncoders", "gaussian_w2_squared"]
 
 # Temperature of the cross-view (sample-level) contrast on cosine similarities.
 VIEW_TEMPERATURE = 0.5
-# Floor of a cluster's per-dimension standard deviation.
-MIN_STD = 1e-3
 
 
 def gaussian_w2_squared(mean_a, std_a, mean_b, std_b):
@@ -83,16 +81,22 @@ class FedMVCNet(nn.Module):
         mask,
         prototypes=None,
         labels=None,
+        spreads=None,
         *,
         contrast,
         temperature,
         view_weight,
     ):
-        """Per-sample loss: reconstruction, cross-view contrast, prototype terms.
+        """Per-sample loss: reconstruction, cross-view contrast, prototype term.
 
         ``prototypes`` is ``(means, stds)`` of the global Gaussian prototypes
-        (None before the first aggregation) and ``labels`` the aligned local
-        cluster of every sample of the batch.
+        (None before the first aggregation), ``labels`` the aligned local
+        cluster of every sample of the batch and ``spreads`` the per-dimension
+        standard deviations of the client's local clusters (from its own
+        noised statistics). Every sample's loss depends on that sample and on
+        these fixed quantities only (the cross-view contrast excepted, whose
+        negatives are the batch's other samples), as per-sample gradient
+        clipping (DP-SGD) needs.
         """
         per_view, z = self.embed(views, mask)
         loss = torch.zeros(z.shape[0], dtype=z.dtype, device=z.device)
@@ -104,7 +108,12 @@ class FedMVCNet(nn.Module):
             loss = loss + view_weight * self._view_contrast(per_view, z, mask)
         if prototypes is not None and contrast != "none":
             loss = loss + self._prototype_loss(
-                z, prototypes, labels, contrast=contrast, temperature=temperature
+                z,
+                prototypes,
+                labels,
+                spreads,
+                contrast=contrast,
+                temperature=temperature,
             )
         return loss
 
@@ -124,43 +133,26 @@ class FedMVCNet(nn.Module):
         return out
 
     @staticmethod
-    def _prototype_loss(z, prototypes, labels, *, contrast, temperature):
-        """The prototype contrast, as a per-sample loss.
+    def _prototype_loss(z, prototypes, labels, spreads, *, contrast, temperature):
+        """The prototype contrast, per sample.
 
-        The batch's local clusters (by ``labels``, the aligned local
-        clustering) are Gaussians with the batch's mean and per-dimension
-        spread; each is classified among the global prototypes by a softmax
-        over minus their squared 2-Wasserstein distances
-        (``contrast="wasserstein"``) or the squared distances of the means
-        alone (``"euclidean"``, clusters as points) over ``temperature``,
-        its own global prototype the positive. A cluster's term is shared
-        among its members, so that the batch mean of the per-sample loss is
-        the mean over the clusters present (of at least 2 members).
+        Sample ``i`` of local cluster ``l`` stands for the Gaussian
+        ``N(z_i, diag(s_l^2))``, ``s_l`` its cluster's spread; it is
+        classified among the global Gaussian prototypes by a softmax over
+        minus their squared 2-Wasserstein distances over ``temperature``
+        (``contrast="wasserstein"``: ``||z_i - mu_k||^2 + ||s_l - sigma_k||^2``,
+        so that a prototype's spread counts as much as its place), or over
+        the squared distances of the means alone (``"euclidean"``, clusters
+        as points); its own global prototype ``l`` is the positive.
         """
         means, stds = prototypes
-        k = means.shape[0]
-        onehot = nn.functional.one_hot(labels, k).to(z.dtype)
-        counts = onehot.sum(0)
-        present = counts >= 2
-        if not bool(present.any()):
-            return torch.zeros(z.shape[0], dtype=z.dtype, device=z.device)
-        c = counts.clamp_min(1.0).unsqueeze(1)
-        local_mean = onehot.T @ z / c
-        local_var = onehot.T @ z.square() / c - local_mean.square()
-        local_std = local_var.clamp_min(MIN_STD**2).sqrt()
         if contrast == "wasserstein":
-            dist = gaussian_w2_squared(local_mean, local_std, means, stds)
+            dist = gaussian_w2_squared(z, spreads[labels], means, stds)
         else:
-            dist = torch.cdist(local_mean, means).square()
-        clusters = torch.arange(k, device=z.device)
-        per_cluster = nn.functional.cross_entropy(
-            -dist / temperature, clusters, reduction="none"
+            dist = torch.cdist(z, means).square()
+        return nn.functional.cross_entropy(
+            -dist / temperature, labels, reduction="none"
         )
-        per_cluster = torch.where(present, per_cluster, torch.zeros_like(per_cluster))
-        # A member of cluster k carries per_cluster[k] * n / (count_k * P), P
-        # the clusters present: the batch mean then is their mean term.
-        share = per_cluster * z.shape[0] / (counts.clamp_min(1.0) * present.sum())
-        return share[labels]
 
 
 class FederatedEncoders(nn.Module):

@@ -13,10 +13,18 @@ Flower) drive the same :class:`Client` and :class:`Server` objects through
 # SPDX-License-Identifier: BSD-3-Clause
 
 import math
+import warnings
 
 import numpy as np
 from sklearn.cluster import KMeans
 
+from sklearn_ext.utils._privacy import (
+    PrivacyLedger,
+    clip_rows,
+    gaussian_release,
+    private_quantile,
+    private_training,
+)
 from sklearn_ext.utils._torch import (
     adam,
     batch_bounds,
@@ -27,66 +35,30 @@ from sklearn_ext.utils._torch import (
     train_loop,
     weighted_mean,
 )
-from sklearn_ext.utils._views import observed_column_scaling, observed_views
+from sklearn_ext.utils._views import observed_views
 
 __all__ = [
     "Client",
     "Server",
     "transmit",
-    "privacy_epsilon",
-    "record_sensitivity",
+    "release_cluster_stats",
+    "stat_record_norm",
     "run_protocol",
     "run_simulation",
 ]
 
-# The message fields a client may send and the server may broadcast: nothing
-# else crosses the wire (tests/test_cluster_fedmvc.py checks it).
-CLIENT_FIELDS = ("counts", "sums", "sumsq")
-SERVER_FIELDS = ("means", "stds")
-# pretrain_iter="auto": at least this many optimiser steps, and 10 epochs.
-_MIN_PRETRAIN_STEPS = 200
-# Floor of a global prototype's per-dimension standard deviation.
-_MIN_STD = 1e-3
-
-
-def record_sensitivity(clip_norm):
-    """L2 sensitivity of one sample's record (count 1, z, z*z) with ||z|| <= C.
-
-    A sample adds 1 to its cluster's count, ``z`` to its sum and ``z * z``
-    (elementwise) to its sum of squares; with ``||z|| <= C`` the last has norm
-    at most ``C**2``, so the record's norm is at most
-    ``sqrt(1 + C**2 + C**4)``: adding or removing a sample moves the released
-    statistics by no more than that.
-    """
-    c = float(clip_norm)
-    return math.sqrt(1.0 + c**2 + c**4)
-
-
-def privacy_epsilon(noise_multiplier, n_releases, delta):
-    """Epsilon of ``n_releases`` Gaussian-mechanism releases, by RDP accounting.
-
-    Each release adds Gaussian noise of standard deviation ``noise_multiplier``
-    times the records' sensitivity to the whole statistics of a client (no
-    subsampling), and the releases compose; Google's ``dp-accounting``
-    (RDP accountant) gives epsilon for ``delta``. A client's samples enter
-    only its own releases, so this is each client's guarantee (add/remove one
-    sample). ``inf`` without noise.
-    """
-    if noise_multiplier <= 0:
-        return math.inf
-    try:
-        import dp_accounting
-    except ImportError as exc:  # pragma: no cover - depends on the extra
-        raise ImportError(
-            "FederatedMultiViewClustering reports its privacy guarantee with "
-            "Google's dp-accounting; install it with "
-            "`pip install sklearn_ext[federated]` (or set noise_multiplier=0)."
-        ) from exc
-    accountant = dp_accounting.rdp.RdpAccountant()
-    accountant.compose(
-        dp_accounting.GaussianDpEvent(float(noise_multiplier)), n_releases
-    )
-    return float(accountant.get_epsilon(float(delta)))
+# The message fields a client may send and the server may broadcast, by
+# round: nothing else crosses the wire (tests/test_cluster_fedmvc.py checks it).
+CLIENT_FIELDS = {
+    "location": ("sums", "counts"),
+    "scale": ("sumsq",),
+    "clusters": ("counts", "sums", "sumsq"),
+}
+SERVER_FIELDS = {
+    "location": ("col_mean",),
+    "scale": ("col_mean", "col_scale"),
+    "clusters": ("means", "stds"),
+}
 
 
 def transmit(message):
@@ -96,8 +68,17 @@ def transmit(message):
     sends NumPy arrays), so the receiver gets float32 copies and the size is
     their number of bytes.
     """
-    arrived = {k: np.array(v, dtype=np.float32) for k, v in message.items()}
+    arrived = as_received(message)
     return arrived, wire_bytes(arrived)
+
+
+def as_received(message):
+    """The float32 copy of a message that arrives at the other end.
+
+    A client that post-processes what it sent (its own centroids) uses
+    this, so that it sees what the server sees.
+    """
+    return {k: np.array(v, dtype=np.float32) for k, v in message.items()}
 
 
 def wire_bytes(message):
@@ -111,6 +92,91 @@ def nearest_prototype(Z, means):
     return d2.argmin(axis=1)
 
 
+# Rounds of the protocol: two rounds agree on a shared standardisation of the
+# columns, one sends the first (cell) statistics, then ``rounds`` rounds of
+# clustering.
+ROUND_LOCATION, ROUND_SCALE, ROUND_CELLS = 0, 1, 2
+N_SETUP_ROUNDS = 3
+# pretrain_iter="auto": at least this many optimiser steps, and 10 epochs.
+_MIN_PRETRAIN_STEPS = 200
+# Floor of a global prototype's per-dimension standard deviation.
+_MIN_STD = 1e-3
+# Clipping radii are this quantile of the per-sample norms (released noisily).
+CLIP_QUANTILE = 0.9
+# Cells of the first release, per cluster.
+CELLS_PER_CLUSTER = 4
+# Weights of the three parts of a cluster-statistics record (count, residual
+# sum, residual sum of squares): part f is released divided by its weight, so
+# its noise is the weight times the common scale (see release_cluster_stats).
+STAT_WEIGHTS = (1.0, 1.0, 2.0)
+# Per-sample gradient clipping norm of DP-SGD.
+TRAIN_CLIP_NORM = 1.0
+# Grid of the norms of asinh-transformed rows, per sqrt(column), for the
+# standardisation's clipping radii (fixed before any data are seen).
+_ROW_NORM_GRID = (1e-3, 20.0)
+
+
+def feature_transform(X):
+    """The fixed, data-independent squashing of raw columns: ``asinh``.
+
+    It keeps the sign and the order of the values and compresses their range
+    (``asinh(x) ~ x`` near 0, ``~ log(2x)`` for large ``x``), so that one
+    clipping radius serves columns whose raw scales differ by orders of
+    magnitude, as a private standardisation needs.
+    """
+    return np.arcsinh(X)
+
+
+def stat_record_norm(weights=STAT_WEIGHTS):
+    """L2 norm bound of one sample's weighted statistics record.
+
+    The record of a sample in a cluster is (1, r, r * r) for its clipped
+    residual ``r`` (``||r|| <= radius``), released as
+    ``(1 / w_c, r / (radius w_s), r * r / (radius^2 w_q))``, whose norm is at
+    most ``sqrt(sum(1 / w^2))``: adding or removing a sample moves the
+    released statistics by no more than that.
+    """
+    return math.sqrt(sum(1.0 / w**2 for w in weights))
+
+
+def release_cluster_stats(E, labels, centres, radius, multiplier, rng, ledger, what):
+    """Noised count, sum and sum of squares of the rows of ``E`` per label.
+
+    Each row is taken relative to its label's centre (a public point: a
+    global prototype or an anchor) and clipped to ``radius``; the counts,
+    residual sums and residual sums of squares are released together by the
+    Gaussian mechanism with the weighted record of :func:`stat_record_norm`
+    (sensitivity 1 after weighting) and noise multiplier ``multiplier``. The
+    result is returned about the origin (``sums = n c + S``, ``sumsq =
+    n c^2 + 2 c S + Q``: post-processing with the public centres), as
+    ``{"counts", "sums", "sumsq"}``. ``radius=inf`` clips nothing and needs
+    ``multiplier=0``.
+    """
+    k = centres.shape[0]
+    onehot = np.eye(k)[labels]
+    resid = E - centres[labels]
+    if math.isfinite(radius):
+        resid = clip_rows(resid, radius)
+        scale = (STAT_WEIGHTS[0], radius * STAT_WEIGHTS[1], radius**2 * STAT_WEIGHTS[2])
+    else:
+        if multiplier > 0:
+            raise ValueError("noised statistics need a finite clipping radius.")
+        scale = (1.0, 1.0, 1.0)
+    exact = [onehot.sum(axis=0), onehot.T @ resid, onehot.T @ resid**2]
+    flat = np.concatenate([v.ravel() / s for v, s in zip(exact, scale)])
+    noisy = gaussian_release(flat, stat_record_norm(), multiplier, rng, ledger, what)
+    sizes = np.cumsum([0] + [v.size for v in exact])
+    counts, S, Q = (
+        noisy[a:b].reshape(v.shape) * s
+        for a, b, v, s in zip(sizes[:-1], sizes[1:], exact, scale)
+    )
+    return {
+        "counts": counts,
+        "sums": counts[:, None] * centres + S,
+        "sumsq": counts[:, None] * centres**2 + 2 * centres * S + Q,
+    }
+
+
 def _moments(counts, sums, sumsq):
     """Means and standard deviations from (noised) sufficient statistics."""
     n = np.maximum(counts, 1.0)[:, None]
@@ -119,38 +185,115 @@ def _moments(counts, sums, sumsq):
     return means, np.sqrt(np.maximum(var, _MIN_STD**2))
 
 
+def group_cells(counts, sums, sumsq, n_clusters, clip_norm, seed=0):
+    """Group noised cells into ``n_clusters`` clusters; None for dropped cells.
+
+    A cell's mean is its noised sum over its noised count. Cells whose count
+    is below 1, or whose mean lies outside the ball of radius ``clip_norm``
+    that holds every embedding (so that the noise dominates it), are dropped
+    (group -1); the others are grouped by k-means on their means weighted by
+    their counts. Returns the group of every cell.
+    """
+    means, _ = _moments(counts, sums, sumsq)
+    keep = (counts >= 1.0) & (np.linalg.norm(means, axis=1) <= clip_norm)
+    groups = np.full(len(counts), -1)
+    if keep.sum() >= n_clusters:
+        km = KMeans(n_clusters, n_init=10, random_state=seed)
+        groups[keep] = km.fit(means[keep], sample_weight=counts[keep]).labels_
+    elif keep.any():
+        groups[np.flatnonzero(keep)] = np.arange(keep.sum())
+    return groups
+
+
+def pool_by_group(groups, n_clusters, *stats):
+    """Sum per-cell statistics into their groups (dropped cells left out)."""
+    onehot = np.zeros((len(groups), n_clusters))
+    kept = groups >= 0
+    onehot[np.flatnonzero(kept), groups[kept]] = 1.0
+    return [onehot.T @ s for s in stats]
+
+
 class Server:
-    """Pools the clients' noised cluster statistics into global prototypes.
+    """Pools the clients' noised statistics: the columns' scaling, then prototypes.
+
+    Round 0 pools every column's noised sum and every view's noised count of
+    observed samples into the columns' means; round 1 pools the noised
+    squared deviations into their scales (both of the asinh-transformed
+    columns, see :func:`feature_transform`); round 2 groups every client's
+    noised cells into ``n_clusters`` global clusters (``align``: all clients'
+    cells together, by k-means on their means weighted by their counts;
+    without alignment, each client's cells are grouped on their own and
+    pooled by the arbitrary index of their group, the ablation); later
+    rounds pool the clusters' noised statistics by index (the clients
+    aligned them) into Gaussian prototypes.
 
     Parameters
     ----------
     n_clusters : int
     align : bool
-        Before the first pooling (no global prototypes yet), group all the
-        clients' first prototypes into ``n_clusters`` global ones by k-means
-        on their means weighted by their (noised) counts, several local
-        clusters joining one global cluster where a client split a class.
-        Later rounds arrive aligned by the clients' co-occurrence step. With
-        False, statistics are pooled by cluster index as sent.
+    views : list of ndarray
+        Column positions of every view.
+    clip_norm : float
+        Radius of the ball that holds every embedding.
     seed : int
-        Seeds that k-means.
+        Seeds the grouping of the cells.
+    rounds : int
+        Clustering rounds (after the three set-up rounds).
     """
 
-    def __init__(self, n_clusters, align, seed):
+    def __init__(self, n_clusters, align, views, clip_norm, seed, rounds):
         self.n_clusters = n_clusters
         self.align = align
+        self.views = [np.asarray(v) for v in views]
+        self.clip_norm = float(clip_norm)
         self.seed = seed
+        self.n_rounds = N_SETUP_ROUNDS + int(rounds)
         self.means = None
         self.stds = None
+        self.col_mean = None
+        self.col_scale = None
+        self._col_counts = None
+
+    def _column_counts(self, view_counts):
+        n_columns = sum(len(v) for v in self.views)
+        out = np.empty(n_columns)
+        for v, cols in enumerate(self.views):
+            out[cols] = view_counts[v]
+        return np.maximum(out, 1.0)
 
     def aggregate(self, round_, messages):
         """Pool one round's messages (ordered by client) and return the broadcast."""
+        if round_ == ROUND_LOCATION:
+            counts = np.sum([m["counts"] for m in messages], axis=0)
+            self._col_counts = self._column_counts(counts)
+            sums = np.sum([m["sums"] for m in messages], axis=0)
+            self.col_mean = sums / self._col_counts
+            return {"col_mean": self.col_mean}
+        if round_ == ROUND_SCALE:
+            sumsq = np.sum([m["sumsq"] for m in messages], axis=0)
+            scale = np.sqrt(np.maximum(sumsq, 0.0) / self._col_counts)
+            floor = max(0.01 * float(np.median(np.abs(scale))), 1e-6)
+            self.col_scale = np.maximum(scale, floor)
+            return {"col_mean": self.col_mean, "col_scale": self.col_scale}
         stats = [
             [np.asarray(m[f], dtype=np.float64) for m in messages]
-            for f in CLIENT_FIELDS
+            for f in ("counts", "sums", "sumsq")
         ]
-        if round_ == 0 and self.align:
-            stats = self._group_first_prototypes(*stats)
+        k = self.n_clusters
+        if round_ == ROUND_CELLS:
+            if self.align:
+                groups = group_cells(
+                    *(np.concatenate(s) for s in stats), k, self.clip_norm, self.seed
+                )
+                groups = np.split(groups, len(messages))
+            else:
+                groups = [
+                    group_cells(c, s, q, k, self.clip_norm) for c, s, q in zip(*stats)
+                ]
+            pooled = [
+                pool_by_group(g, k, c, s, q) for g, c, s, q in zip(groups, *stats)
+            ]
+            stats = [[p[i] for p in pooled] for i in range(3)]
         total, sums, sumsq = (np.sum(x, axis=0) for x in stats)
         means, stds = _moments(total, sums, sumsq)
         if self.means is not None:
@@ -160,24 +303,16 @@ class Server:
         self.means, self.stds = means, stds
         return {"means": means, "stds": stds}
 
-    def _group_first_prototypes(self, counts, sums, sumsq):
-        moments = [_moments(c, s, q) for c, s, q in zip(counts, sums, sumsq)]
-        points = np.vstack([m for m, _ in moments])
-        weights = np.maximum(np.concatenate(counts), 1e-3)
-        km = KMeans(self.n_clusters, n_init=10, random_state=self.seed)
-        groups = km.fit(points, sample_weight=weights).labels_
-        onehots = np.split(np.eye(self.n_clusters)[groups], len(counts))
-        # Local cluster a of a client joins the global cluster of its prototype.
-        return [
-            [g.T @ x for g, x in zip(onehots, stat)] for stat in (counts, sums, sumsq)
-        ]
-
 
 class Client:
-    """One client: its standardised samples, its networks, its local clustering.
+    """One client: its samples, its networks, its local clustering, its ledger.
 
     Built from a plain dict (``spec``) so that a Flower client process can
-    rebuild it; see ``FederatedMultiViewClustering._client_specs``.
+    rebuild it; see ``FederatedMultiViewClustering._client_specs``. With
+    ``spec["privacy"]`` a dict of noise multipliers, every quantity that
+    leaves the client, and every choice that shapes one (clipping radii,
+    training, labels), depends on its samples only through noised releases,
+    all recorded in ``self.ledger``; with None, everything is exact.
     """
 
     def __init__(self, spec):
@@ -185,22 +320,20 @@ class Client:
         from sklearn_ext.cluster._fedmvc_nn import FedMVCNet
 
         self.spec = spec
+        self.privacy = spec.get("privacy")
         X = np.asarray(spec["X"], dtype=np.float64)
         self.views = [np.asarray(c) for c in spec["views"]]
-        observed = observed_views(X, self.views)
-        self.observed = observed
-        seen = ~np.isnan(X)
-        self.col_mean, self.col_scale = observed_column_scaling(X)
+        self.observed = observed_views(X, self.views)
+        self.V = feature_transform(X)
         self.device = torch.device(spec["device"])
         self.dtype = torch.float32
-        Z = np.where(seen, (X - self.col_mean) / self.col_scale, 0.0)
-        self.tensors = [
-            to_tensor(Z[:, c], dtype=self.dtype, device=self.device) for c in self.views
-        ]
-        self.mask = to_tensor(observed, dtype=self.dtype, device=self.device)
-        shuffle_seed, self.kmeans_seed, noise_seed = child_seeds(spec["seed"], 3)
+        self.n_samples = X.shape[0]
+        seeds = child_seeds(spec["seed"], 5)
+        shuffle_seed, noise_seed, anchor_seed, train_seed, self.kmeans_seed = seeds
         self.generator = torch.Generator().manual_seed(shuffle_seed)
+        self.train_noise = torch.Generator().manual_seed(train_seed)
         self.noise = np.random.default_rng(noise_seed)
+        self.anchor_rng = np.random.default_rng(anchor_seed)
         # Every client starts from the same weights (one shared seed): local
         # training alone then leaves their embedding spaces comparable.
         init = torch.Generator().manual_seed(spec["init_seed"])
@@ -214,64 +347,184 @@ class Client:
             init,
         ).to(self.device)
         self.optimizer = adam(self.net.parameters(), lr=spec["learning_rate"])
+        self.ledger = PrivacyLedger()
+        self.col_mean = self.col_scale = None
+        self.tensors = self.mask = None
         self.labels = None
         self.centroids = None
+        self.local_stds = None
         self.prototypes = None
-        self.n_samples = X.shape[0]
+
+    # --- privacy --------------------------------------------------------------
+
+    def _multiplier(self, name):
+        return 0.0 if self.privacy is None else float(self.privacy[name])
+
+    def _radius(self, norms, low, high, what):
+        """A clipping radius: a noisy quantile of ``norms`` (inf when exact)."""
+        if self.privacy is None:
+            return math.inf
+        return private_quantile(
+            norms,
+            CLIP_QUANTILE,
+            low,
+            high,
+            self._multiplier("quantile"),
+            self.noise,
+            self.ledger,
+            what,
+        )
+
+    # --- the columns' standardisation -----------------------------------------
+
+    def _location_message(self):
+        d = self.V.shape[1]
+        filled = np.nan_to_num(self.V, nan=0.0)
+        low, high = _ROW_NORM_GRID
+        radius = self._radius(
+            np.linalg.norm(filled, axis=1),
+            low * math.sqrt(d),
+            high * math.sqrt(d),
+            "standardisation: row norm quantile",
+        )
+        rows = filled if not math.isfinite(radius) else clip_rows(filled, radius)
+        n_views = len(self.views)
+        # One record: the clipped row over its radius and the observed-view
+        # indicators over sqrt(n_views), each of norm at most 1.
+        a = 1.0 if not math.isfinite(radius) else radius
+        b = math.sqrt(n_views) if self.privacy is not None else 1.0
+        exact = np.concatenate([rows.sum(axis=0) / a, self.observed.sum(axis=0) / b])
+        noisy = gaussian_release(
+            exact,
+            math.sqrt(2.0),
+            self._multiplier("scale"),
+            self.noise,
+            self.ledger,
+            "standardisation: column sums and view counts",
+        )
+        return {"sums": noisy[:d] * a, "counts": noisy[d:] * b}
+
+    def _scale_message(self, broadcast):
+        centred = np.nan_to_num(self.V - broadcast["col_mean"], nan=0.0)
+        d = centred.shape[1]
+        low, high = _ROW_NORM_GRID
+        radius = self._radius(
+            np.linalg.norm(centred, axis=1),
+            low * math.sqrt(d),
+            high * math.sqrt(d),
+            "standardisation: centred row norm quantile",
+        )
+        if math.isfinite(radius):
+            centred = clip_rows(centred, radius)
+        # A clipped row's squares have L2 norm at most ||row||^2 <= radius^2.
+        sumsq = gaussian_release(
+            (centred**2).sum(axis=0),
+            1.0 if not math.isfinite(radius) else radius**2,
+            self._multiplier("scale"),
+            self.noise,
+            self.ledger,
+            "standardisation: squared deviations",
+        )
+        return {"sumsq": sumsq}
+
+    def _standardise(self, broadcast):
+        self.col_mean = np.asarray(broadcast["col_mean"], dtype=np.float64)
+        self.col_scale = np.asarray(broadcast["col_scale"], dtype=np.float64)
+        Z = np.nan_to_num((self.V - self.col_mean) / self.col_scale, nan=0.0)
+        self.tensors = [
+            to_tensor(Z[:, c], dtype=self.dtype, device=self.device) for c in self.views
+        ]
+        self.mask = to_tensor(self.observed, dtype=self.dtype, device=self.device)
 
     # --- training -------------------------------------------------------------
 
     def _batch(self, idx):
         return [x[idx] for x in self.tensors], self.mask[idx]
 
-    def _fit_epochs(self, epochs, with_prototypes):
+    def _fit_epochs(self, epochs, with_prototypes, phase):
         torch = import_torch()
         spec = self.spec
-        protos = labels = None
+        protos = labels = spreads = None
         if with_prototypes:
             protos = tuple(
                 to_tensor(a, dtype=self.dtype, device=self.device)
                 for a in self.prototypes
             )
+            spreads = to_tensor(self.local_stds, dtype=self.dtype, device=self.device)
             labels = torch.as_tensor(self.labels, dtype=torch.long, device=self.device)
+        private = self.privacy is not None
+        batch = min(spec["batch_size"], self.n_samples)
 
-        def batch_loss(idx):
+        def losses(idx):
             views, mask = self._batch(idx)
-            losses = self.net.local_loss(
+            return self.net.local_loss(
                 views,
                 mask,
                 protos,
                 None if labels is None else labels[idx],
+                spreads,
                 contrast=spec["contrast"],
                 temperature=spec["temperature"],
                 view_weight=spec["view_weight"],
             )
-            return weighted_mean(losses)
 
         self.net.train()
-        train_loop(
-            batch_loss,
-            self.n_samples,
+        common = {
+            "max_iter": epochs,
+            "tol": -math.inf,
+            "n_iter_no_change": epochs + 1,
+            "generator": self.generator,
+            "device": self.device,
+            "estimator_name": "FederatedMultiViewClustering",
+            "phase": f"client {spec['client']}: {phase}",
+            "warn_at_max_iter": False,
+        }
+        if not private:
+            train_loop(
+                lambda idx: weighted_mean(losses(idx)),
+                self.n_samples,
+                self.optimizer,
+                batch_size=batch,
+                **common,
+            )
+            return
+        rate = batch / self.n_samples
+        wrapped, optimizer = private_training(
+            self.net,
             self.optimizer,
-            batch_size=min(spec["batch_size"], self.n_samples),
-            max_iter=epochs,
-            tol=-math.inf,
-            n_iter_no_change=epochs + 1,
-            generator=self.generator,
-            device=self.device,
-            estimator_name="FederatedMultiViewClustering",
-            phase=f"client {spec['client']}",
-            warn_at_max_iter=False,
+            self._multiplier("train"),
+            TRAIN_CLIP_NORM,
+            rate * self.n_samples,
+            self.train_noise,
+        )
+        try:
+            with warnings.catch_warnings():
+                # opacus' per-sample hooks fire on the first layer's output
+                # (the inputs need no gradient); torch warns, harmlessly.
+                warnings.filterwarnings(
+                    "ignore",
+                    message="Full backward hook is firing",
+                    category=UserWarning,
+                )
+                train_loop(
+                    lambda idx: losses(idx).sum(),
+                    self.n_samples,
+                    optimizer,
+                    batch_size=batch,
+                    poisson_rate=rate,
+                    **common,
+                )
+        finally:
+            wrapped._close()
+        self.ledger.poisson_gaussian(
+            f"DP-SGD: {phase}",
+            rate,
+            self._multiplier("train"),
+            epochs * train_steps_per_epoch(rate),
         )
 
     def pretrain_epochs(self):
-        value = self.spec["pretrain_iter"]
-        if value != "auto":
-            return int(value)
-        n_batches = len(
-            batch_bounds(self.n_samples, min(self.spec["batch_size"], self.n_samples))
-        )
-        return max(10, math.ceil(_MIN_PRETRAIN_STEPS / n_batches))
+        return pretrain_epochs(self.spec, self.n_samples)
 
     def embeddings(self):
         """Clipped fused embeddings of the client's samples (float64 numpy)."""
@@ -281,90 +534,209 @@ class Client:
             z = self.net(self.tensors, self.mask)
         return z.double().cpu().numpy()
 
-    # --- one round --------------------------------------------------------------
+    # --- rounds -----------------------------------------------------------------
 
     def step(self, round_, broadcast):
-        """Train locally, recluster, align, and return the noised statistics."""
-        k = self.spec["n_clusters"]
-        align = self.spec["align"]
-        if round_ == 0:
-            self._fit_epochs(self.pretrain_epochs(), with_prototypes=False)
-        else:
-            self.prototypes = (broadcast["means"], broadcast["stds"])
-            if align:
-                # The server pooled last round's clusters under its own
-                # indices: take them on before training against them.
-                Z = self.embeddings()
-                self.labels = self._cooccurrence_alignment(
-                    Z, self.labels, self.prototypes
-                )
-                self.centroids = self._centroids(
-                    Z, self.labels, self.centroids, broadcast
-                )
-            epochs = self.spec["local_epochs"]
-            if epochs:
-                self._fit_epochs(epochs, with_prototypes=True)
-        Z = self.embeddings()
-        seed = child_seeds(self.kmeans_seed + round_)
-        if self.centroids is None:
-            km = KMeans(k, n_init=10, random_state=seed).fit(Z)
-        else:
-            km = KMeans(k, init=self.centroids, n_init=1, random_state=seed).fit(Z)
-        labels = km.labels_
-        if round_ > 0 and align:
-            labels = self._cooccurrence_alignment(Z, labels, self.prototypes)
-        self.labels = labels
-        self.centroids = self._centroids(Z, labels, km.cluster_centers_, broadcast)
-        return self._statistics(Z, labels)
+        """One round's work at the client and the message it sends."""
+        if round_ == ROUND_LOCATION:
+            return self._location_message()
+        if round_ == ROUND_SCALE:
+            return self._scale_message(broadcast)
+        if round_ == ROUND_CELLS:
+            self._standardise(broadcast)
+            self._fit_epochs(self.pretrain_epochs(), False, "pretraining")
+            return self._cells_message()
+        return self._cluster_round(broadcast)
 
-    def _centroids(self, Z, labels, fallback, broadcast):
-        """Means of the clusters as labelled now (the next k-means start)."""
-        k = self.spec["n_clusters"]
-        out = np.empty((k, Z.shape[1]))
-        for j in range(k):
-            members = labels == j
-            if members.any():
-                out[j] = Z[members].mean(axis=0)
-            elif broadcast is not None and self.spec["align"]:
-                out[j] = broadcast["means"][j]
-            else:
-                out[j] = fallback[j]
-        return out
+    def _cells_message(self):
+        """Noised statistics of ``CELLS_PER_CLUSTER * n_clusters`` cells.
 
-    def _cooccurrence_alignment(self, Z, labels, global_prototypes):
-        """Relabel local clusters by their co-assignment with the global ones.
+        The cells are the Voronoi cells of random anchors drawn around the
+        client's own noised mean and spread of its embeddings (one release);
+        the client's local clustering starts from its own cells grouped by
+        :func:`group_cells` on what it sent.
+        """
+        E = self.embeddings()
+        k, C = self.spec["n_clusters"], float(self.spec["clip_norm"])
+        if self.privacy is None:
+            return self._exact_first_clusters(E)
+        origin = np.zeros((1, E.shape[1]))
+        radius = self._radius(
+            np.linalg.norm(E, axis=1), 1e-4 * C, C, "embedding norm quantile"
+        )
+        first = release_cluster_stats(
+            E,
+            np.zeros(len(E), dtype=int),
+            origin,
+            radius,
+            self._multiplier("stats"),
+            self.noise,
+            self.ledger,
+            "embedding mean and spread",
+        )
+        mean, std = _moments(first["counts"], first["sums"], first["sumsq"])
+        anchors = mean + std * self.anchor_rng.standard_normal(
+            (CELLS_PER_CLUSTER * k, E.shape[1])
+        )
+        cells = nearest_prototype(E, anchors)
+        radius = self._radius(
+            np.linalg.norm(E - anchors[cells], axis=1),
+            1e-4 * C,
+            2 * C,
+            "cell residual norm quantile",
+        )
+        message = release_cluster_stats(
+            E,
+            cells,
+            anchors,
+            radius,
+            self._multiplier("stats"),
+            self.noise,
+            self.ledger,
+            "cell statistics",
+        )
+        # The client's own clustering of what it sent, as the server sees it.
+        sent = as_received(message)
+        sent = {f: np.asarray(v, dtype=np.float64) for f, v in sent.items()}
+        groups = group_cells(sent["counts"], sent["sums"], sent["sumsq"], k, C)
+        pooled = pool_by_group(groups, k, sent["counts"], sent["sums"], sent["sumsq"])
+        self._update_centroids(*pooled, fallback=None)
+        return message
 
-        Every sample also has a global cluster (its nearest global
-        prototype); the contingency table of local against global clusters
-        counts how often they co-occur on the same samples, and every local
-        cluster takes the global cluster it co-occurs with most. (Several
-        local clusters may join one global cluster: a client whose data hold
-        fewer classes than ``n_clusters`` splits some of them.)
+    def _exact_first_clusters(self, E):
+        """Without privacy: the exact statistics of a local k-means's clusters.
+
+        The labels need not be a per-sample function of released quantities
+        (nothing is noised), so the client clusters its embeddings by k-means
+        (10 starts) and sends its ``n_clusters`` clusters as the cells.
         """
         k = self.spec["n_clusters"]
-        nearest = nearest_prototype(Z, global_prototypes[0])
-        table = np.zeros((k, k))
-        np.add.at(table, (labels, nearest), 1.0)
-        return table.argmax(axis=1)[labels]
-
-    def _statistics(self, Z, labels):
-        """Each cluster's count, sum and sum of squares, with Gaussian noise."""
-        k = self.spec["n_clusters"]
-        onehot = np.eye(k)[labels]
-        stats = {
-            "counts": onehot.sum(axis=0),
-            "sums": onehot.T @ Z,
-            "sumsq": onehot.T @ Z**2,
-        }
-        sigma = self.spec["noise_multiplier"] * record_sensitivity(
-            self.spec["clip_norm"]
+        km = KMeans(k, n_init=10, random_state=self.kmeans_seed).fit(E)
+        message = release_cluster_stats(
+            E,
+            km.labels_,
+            np.zeros((k, E.shape[1])),
+            math.inf,
+            0.0,
+            self.noise,
+            self.ledger,
+            "cell statistics",
         )
-        if sigma > 0:
-            stats = {
-                name: value + self.noise.normal(0.0, sigma, size=value.shape)
-                for name, value in stats.items()
-            }
-        return stats
+        self._update_centroids(
+            message["counts"], message["sums"], message["sumsq"], fallback=None
+        )
+        self.centroids = km.cluster_centers_
+        return message
+
+    def _update_centroids(self, counts, sums, sumsq, fallback):
+        means, stds = _moments(counts, sums, sumsq)
+        empty = counts < 1.0
+        if fallback is not None:
+            means[empty], stds[empty] = fallback[0][empty], fallback[1][empty]
+        elif empty.any():
+            # A group nobody fills: a far point no sample is nearest to.
+            means[empty] = 10.0 * float(self.spec["clip_norm"])
+            stds[empty] = 1.0
+        self.centroids, self.local_stds = means, stds
+
+    def _cluster_round(self, broadcast):
+        """Train against the prototypes, recluster, align, send statistics."""
+        k = self.spec["n_clusters"]
+        align = self.spec["align"]
+        self.prototypes = (broadcast["means"], broadcast["stds"])
+        if self.labels is None:
+            # The first training targets: every sample's aligned local cluster.
+            self.labels = self._aligned_labels(self.embeddings(), "first")
+        if self.spec["local_epochs"]:
+            self._fit_epochs(self.spec["local_epochs"], True, "local training")
+        E = self.embeddings()
+        self.labels = self._aligned_labels(E, "round")
+        C = float(self.spec["clip_norm"])
+        means = np.asarray(broadcast["means"], dtype=np.float64)
+        if not align:
+            means = self.centroids
+        radius = self._radius(
+            np.linalg.norm(E - means[self.labels], axis=1),
+            1e-4 * C,
+            2 * C,
+            "cluster residual norm quantile",
+        )
+        message = release_cluster_stats(
+            E,
+            self.labels,
+            means,
+            radius,
+            self._multiplier("stats"),
+            self.noise,
+            self.ledger,
+            "cluster statistics",
+        )
+        sent = as_received(message)
+        self._update_centroids(
+            *(
+                np.asarray(sent[f], dtype=np.float64)
+                for f in ("counts", "sums", "sumsq")
+            ),
+            fallback=(means, np.asarray(broadcast["stds"], dtype=np.float64)),
+        )
+        del k
+        return message
+
+    def _aligned_labels(self, E, when):
+        """Local clusters (nearest local centroid), renamed to global indices.
+
+        Every sample also has a global cluster (its nearest global prototype);
+        the contingency table of local against global clusters (noised: one
+        count per sample) counts how often they co-occur on the same samples,
+        and every local cluster takes the global cluster it co-occurs with
+        most (several local clusters may join one global cluster). The local
+        centroids are renamed with them. Without alignment the local indices
+        stay as they are.
+        """
+        if self.privacy is not None and self.spec["align"]:
+            # With privacy a client's own noised clusters are too noisy to
+            # cluster by (a few dozen samples against noise of several
+            # counts): every sample joins its nearest global prototype, whose
+            # statistics pool every client's releases (one Lloyd step of the
+            # pooled clustering; nothing to align, nothing to release).
+            labels = nearest_prototype(E, self.prototypes[0])
+            self.centroids = np.array(self.prototypes[0], dtype=float)
+            self.local_stds = np.array(self.prototypes[1], dtype=float)
+            return labels
+        if self.privacy is None:
+            # Without privacy the local clustering is k-means to convergence
+            # from the current centroids; with privacy it is one Lloyd step
+            # (the nearest centroid released last round), so that every
+            # label is a function of its own sample and released quantities.
+            km = KMeans(
+                len(self.centroids),
+                init=self.centroids,
+                n_init=1,
+                random_state=self.kmeans_seed,
+            ).fit(E)
+            self.centroids = km.cluster_centers_
+        local = nearest_prototype(E, self.centroids)
+        if not self.spec["align"]:
+            return local
+        k = self.spec["n_clusters"]
+        nearest = nearest_prototype(E, self.prototypes[0])
+        table = np.zeros((k, k))
+        np.add.at(table, (local, nearest), 1.0)
+        mapping = table.argmax(axis=1)
+        labels = mapping[local]
+        # Rename the local centroids (several may merge into one global index).
+        counts = np.bincount(local, minlength=k).astype(float)
+        merged_c, merged_s = (
+            np.array(self.prototypes[0], dtype=float),
+            np.array(self.prototypes[1], dtype=float),
+        )
+        for g in np.unique(mapping):
+            members = np.flatnonzero(mapping == g)
+            w = np.maximum(counts[members], 1e-12)
+            merged_c[g] = np.average(self.centroids[members], axis=0, weights=w)
+            merged_s[g] = np.average(self.local_stds[members], axis=0, weights=w)
+        self.centroids, self.local_stds = merged_c, merged_s
+        return labels
 
     def finish(self, broadcast):
         """Store the final global prototypes; label the client's samples."""
@@ -382,7 +754,77 @@ class Client:
             "col_mean": self.col_mean,
             "col_scale": self.col_scale,
             "labels": self.labels,
+            "ledger": self.ledger.entries,
         }
+
+
+def train_steps_per_epoch(rate):
+    """Optimiser steps of one epoch of Poisson-sampled training."""
+    return max(1, round(1.0 / rate))
+
+
+def pretrain_epochs(spec, n_samples):
+    """Epochs of round 2's pretraining ("auto": >= 200 steps and 10 epochs)."""
+    value = spec["pretrain_iter"]
+    if value != "auto":
+        return int(value)
+    batch = min(spec["batch_size"], n_samples)
+    n_batches = len(batch_bounds(n_samples, batch))
+    return max(10, math.ceil(_MIN_PRETRAIN_STEPS / n_batches))
+
+
+# Relative noise multipliers of the mechanisms; FederatedMultiViewClustering
+# scales them all by one factor chosen so that the whole run spends the
+# target epsilon (calibrate_noise).
+BASE_MULTIPLIERS = {
+    "scale": 1.0,
+    "quantile": 2.0,
+    "stats": 1.0,
+    "train": 0.5,
+}
+
+
+def privacy_multipliers(scale):
+    """The noise multipliers of every mechanism at a common ``scale``."""
+    return {name: scale * base for name, base in BASE_MULTIPLIERS.items()}
+
+
+def privacy_plan(spec, n_samples, rounds, multipliers):
+    """The ledger a client with ``n_samples`` samples will record, in advance.
+
+    The same releases, in the same numbers, as :class:`Client` runs (a test
+    checks that the recorded ledger equals this plan), so that the noise can
+    be calibrated before any data are touched.
+    """
+    ledger = PrivacyLedger()
+    q, s = multipliers["quantile"], multipliers["scale"]
+    for what in ("row norm quantile", "centred row norm quantile"):
+        ledger.gaussian(f"standardisation: {what}", q)
+    ledger.gaussian("standardisation: column sums and view counts", s)
+    ledger.gaussian("standardisation: squared deviations", s)
+    rate = min(spec["batch_size"], n_samples) / n_samples
+    steps = train_steps_per_epoch(rate)
+    ledger.poisson_gaussian(
+        "DP-SGD: pretraining",
+        rate,
+        multipliers["train"],
+        pretrain_epochs(spec, n_samples) * steps,
+    )
+    for what in ("embedding norm quantile", "cell residual norm quantile"):
+        ledger.gaussian(what, q)
+    ledger.gaussian("embedding mean and spread", multipliers["stats"])
+    ledger.gaussian("cell statistics", multipliers["stats"])
+    for _ in range(rounds):
+        if spec["local_epochs"]:
+            ledger.poisson_gaussian(
+                "DP-SGD: local training",
+                rate,
+                multipliers["train"],
+                spec["local_epochs"] * steps,
+            )
+        ledger.gaussian("cluster residual norm quantile", q)
+        ledger.gaussian("cluster statistics", multipliers["stats"])
+    return ledger
 
 
 def protocol_rounds(server, rounds):

@@ -463,6 +463,7 @@ def train_loop(
     warn_at_max_iter=True,
     validation_loss=None,
     max_grad_norm=None,
+    poisson_rate=None,
 ):
     """Run minibatch training epochs until the loss settles or ``max_iter``.
 
@@ -510,6 +511,13 @@ def train_loop(
         Rescale each minibatch's gradient (over all parameters the optimiser
         holds) to at most this Euclidean norm before the step; None leaves
         gradients as they are.
+    poisson_rate : float, default=None
+        Draw every batch by Poisson sampling, as differentially private SGD
+        assumes: each sample joins a step's batch with this probability, and
+        an epoch is ``round(1 / poisson_rate)`` steps (``batch_size`` is then
+        not used). ``batch_loss`` returns the batch's *sum* of per-sample
+        losses (it may be given an empty batch); the reported epoch loss is
+        that sum per expected sample. None: shuffled fixed-size batches.
 
     Returns
     -------
@@ -527,20 +535,34 @@ def train_loop(
     result = TrainResult(n_iter=0)
     order = torch.arange(n_samples, device=device)
     bar = progress(range(max_iter), desc=f"{estimator_name}: {phase}", verbose=verbose)
+    if poisson_rate is not None:
+        if generator is None:
+            raise ValueError("train_loop needs a generator for Poisson sampling.")
+        steps = max(1, round(1.0 / poisson_rate))
     for _ in bar:
-        if shuffle:
-            order = torch.randperm(n_samples, generator=generator).to(device)
         total = torch.zeros((), device=device)
-        for start, stop in bounds:
-            idx = order[start:stop]
+        if poisson_rate is not None:
+            batches = (
+                torch.nonzero(torch.rand(n_samples, generator=generator) < poisson_rate)
+                .flatten()
+                .to(device)
+                for _ in range(steps)
+            )
+            weight, expected = 1.0, steps * poisson_rate * n_samples
+        else:
+            if shuffle:
+                order = torch.randperm(n_samples, generator=generator).to(device)
+            batches = (order[start:stop] for start, stop in bounds)
+            weight, expected = None, n_samples
+        for idx in batches:
             optimizer.zero_grad(set_to_none=True)
             loss = batch_loss(idx)
             loss.backward()
             if max_grad_norm is not None:
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             optimizer.step()
-            total = total + loss.detach() * (stop - start)
-        epoch_loss = float(total) / n_samples
+            total = total + loss.detach() * (len(idx) if weight is None else weight)
+        epoch_loss = float(total) / expected
         if not math.isfinite(epoch_loss):
             raise ValueError(
                 f"{estimator_name}: the {phase} loss became {epoch_loss} at epoch "
