@@ -32,8 +32,12 @@ keeps its client object between messages in its own folder (pickled; Flower
 starts a new ClientApp process per message), and at the end writes its final
 state (networks, column scaling, labels) there, where the user's process
 reads it: it never passes through the server. The server writes its final
-state and the traffic to its folder. The folder is removed afterwards and
-every process is stopped, also on errors.
+state, the traffic and the protocol messages it received to its folder. The
+Simulation Runtime's process, which runs the ServerApp, reads no client's
+folder either (the Ray actors do). A ClientApp that fails writes why to its
+folder, and the user's process reports that client by index with the end of
+its output. The folder is removed afterwards and every process is stopped,
+also on errors.
 
 Results equal the in-process simulation's: every process runs the same
 protocol code with the thread counts of the fit that launched it (torch's,
