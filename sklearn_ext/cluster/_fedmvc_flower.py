@@ -743,7 +743,13 @@ def _simulate(root, n_clients):
         num_supernodes=n_clients,
         backend_config={
             "client_resources": resources,
-            "init_args": {"logging_level": "ERROR", "log_to_driver": True},
+            "init_args": {
+                "logging_level": "ERROR",
+                "log_to_driver": True,
+                # Ray's session (its workers' logs included) lies in the run's
+                # folder and goes with it, instead of staying in /tmp/ray.
+                "_temp_dir": str(layout.root / "ray"),
+            },
         },
     )
 
