@@ -93,7 +93,7 @@ ours = sp.inverse_transform(model.labels_)
 acc = clustering_accuracy(truth.ravel(), ours.ravel())
 print(
     f"federated, both sensors: ACC {acc:.3f}; "
-    f"epsilon {model.epsilon_:.1f} (delta {model.delta}); "
+    f"epsilon {model.epsilon_:.1f} (delta {model.client_delta_.max():.1e}); "
     f"{model.communication_bytes_} bytes on the wire against "
     f"{model.feature_bytes_} to send the superpixel features"
 )

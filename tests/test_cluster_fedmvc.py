@@ -155,6 +155,7 @@ def test_recorded_releases_are_the_plan_and_spend_epsilon():
             "pretrain_iter": SMALL["pretrain_iter"],
             "local_epochs": SMALL["local_epochs"],
             "align": True,
+            "private": True,
         }
         n = int((model.client_of_sample_ == model.client_ids_[i]).sum())
         plan = protocol.privacy_plan(
@@ -175,6 +176,10 @@ def test_recorded_releases_are_the_plan_and_spend_epsilon():
             "DP-SGD: pretraining",
             "DP-SGD: local training",
         }
+        steps = {e["what"]: e["count"] for e in training}
+        # pretrain_iter="auto" trains nothing with privacy; local_epochs=2 does.
+        assert steps["DP-SGD: pretraining"] == 0
+        assert steps["DP-SGD: local training"] > 0
 
 
 def test_training_is_accounted_epsilon_grows_with_local_epochs():
@@ -315,17 +320,22 @@ def test_no_client_feature_array_leaves_a_client(monkeypatch):
     total = 0
     for message in crossed:
         assert set(message) in allowed
+        spread = "outer" in message or "cov" in message
         clusters = "means" in message or message.keys() == {"counts", "sums", "sumsq"}
         for name, array in message.items():
-            if clusters:
-                expected = (k,) if name == "counts" else (k, d)
+            if name in ("outer", "cov"):
+                expected = (d, d)
+            elif spread or clusters:
+                # k clusters, or one (the pooled spread of the embeddings).
+                m = 1 if array.shape[0] == 1 else k
+                expected = (m,) if name == "counts" else (m, d)
             else:
                 expected = shapes[name]
             assert array.shape == expected, name
             total += array.astype(np.float32).nbytes
     assert total == model.communication_bytes_
     assert model.communication_bytes_ < model.feature_bytes_
-    # 3 set-up rounds and 3 clustering rounds upload from 3 clients; each
+    # 4 set-up rounds and 3 clustering rounds upload from 3 clients; each
     # round's broadcast and the final one go down to 3 clients.
     n_rounds = protocol.N_SETUP_ROUNDS + SMALL["rounds"]
     assert len(crossed) == n_rounds * 3 + n_rounds * 3
@@ -402,33 +412,6 @@ def test_dataframe_client_column_by_name():
         random_state=0,
     ).fit(frame)
     assert adjusted_rand_score(y, model.labels_) > 0.9
-
-
-def test_flower_backend_equals_the_simulation():
-    pytest.importorskip("flwr")
-    pytest.importorskip("dp_accounting")
-    X, _, views = _blobs(n=150, n_clusters=3)
-    Xc, _ = _with_clients(X, 2)
-    params = {**SMALL, "rounds": 2, "epsilon": 8.0}
-    fits = {
-        backend: FederatedMultiViewClustering(
-            3,
-            views=views,
-            client_column=-1,
-            backend=backend,
-            **params,
-            random_state=0,
-        ).fit(Xc)
-        for backend in ("simulation", "flower")
-    }
-    sim, flower = fits["simulation"], fits["flower"]
-    np.testing.assert_array_equal(sim.labels_, flower.labels_)
-    np.testing.assert_allclose(sim.prototypes_, flower.prototypes_, atol=1e-5)
-    assert sim.communication_per_round_ == flower.communication_per_round_
-    np.testing.assert_array_equal(sim.predict(Xc), flower.predict(Xc))
-
-
-# --- bad input -----------------------------------------------------------------
 
 
 def test_client_with_fewer_samples_than_clusters_is_an_error():

@@ -191,14 +191,22 @@ class FederatedMultiViewClustering(
         Concentration of the Dirichlet partition (smaller: more skewed).
 
     rounds : int, default=10
-        Communication rounds after the initial one.
+        Clustering rounds after the four set-up rounds.
 
-    local_epochs : int, default=2
-        Epochs of local training per round.
+    local_epochs : int or "auto", default="auto"
+        Epochs of local training per round; "auto" is 2 without privacy and
+        0 with it (see ``pretrain_iter``).
 
     pretrain_iter : int or "auto", default="auto"
-        Epochs of local pretraining in round 0; "auto" runs at least 200
-        optimiser steps and 10 epochs.
+        Epochs of local pretraining in round 2. "auto": without privacy at
+        least 200 optimiser steps and 10 epochs; with privacy none. Measured
+        (mfeat, 6 iid clients, epsilon 8): DP-SGD pretraining of 10 epochs
+        lowered ACC from 0.58 (no training) to 0.39, because each client's
+        gradient noise moves its embedding space away from the others'
+        (untrained, every client embeds with the same shared initial
+        weights, and the pooled prototypes mean the same thing everywhere).
+        Set both to train with DP-SGD; the training is accounted in
+        ``epsilon_`` either way.
 
     latent_dim : int, default=16
         Dimension of the embedding space (and of the prototypes).
@@ -362,7 +370,10 @@ class FederatedMultiViewClustering(
         "client_partition": [StrOptions({"iid", "dirichlet"})],
         "partition_alpha": [Interval(Real, 0, None, closed="neither")],
         "rounds": [Interval(Integral, 0, None, closed="left")],
-        "local_epochs": [Interval(Integral, 0, None, closed="left")],
+        "local_epochs": [
+            Interval(Integral, 0, None, closed="left"),
+            StrOptions({"auto"}),
+        ],
         "pretrain_iter": [
             Interval(Integral, 0, None, closed="left"),
             StrOptions({"auto"}),
@@ -406,7 +417,7 @@ class FederatedMultiViewClustering(
         client_partition="iid",
         partition_alpha=0.5,
         rounds=10,
-        local_epochs=2,
+        local_epochs="auto",
         pretrain_iter="auto",
         latent_dim=16,
         hidden_layer_sizes=(256,),
@@ -545,7 +556,8 @@ class FederatedMultiViewClustering(
             "view_weight": float(self.view_weight),
             "batch_size": self.batch_size,
             "pretrain_iter": self.pretrain_iter,
-            "local_epochs": self.local_epochs,
+            "local_epochs": self._local_epochs(),
+            "private": self.epsilon is not None,
             "align": self.alignment is not None,
         }
         specs = [
@@ -555,6 +567,11 @@ class FederatedMultiViewClustering(
         for spec in specs:
             spec["privacy"] = self._calibrate(spec, len(spec["X"]))
         return specs
+
+    def _local_epochs(self):
+        if self.local_epochs != "auto":
+            return int(self.local_epochs)
+        return 0 if self.epsilon is not None else 2
 
     def _client_delta(self, n_samples):
         return 1.0 / n_samples if self.delta is None else float(self.delta)

@@ -52,11 +52,13 @@ __all__ = [
 CLIENT_FIELDS = {
     "location": ("sums", "counts"),
     "scale": ("sumsq",),
+    "spread": ("counts", "sums", "sumsq", "outer"),
     "clusters": ("counts", "sums", "sumsq"),
 }
 SERVER_FIELDS = {
     "location": ("col_mean",),
     "scale": ("col_mean", "col_scale"),
+    "spread": ("means", "stds", "cov"),
     "clusters": ("means", "stds"),
 }
 
@@ -93,10 +95,10 @@ def nearest_prototype(Z, means):
 
 
 # Rounds of the protocol: two rounds agree on a shared standardisation of the
-# columns, one sends the first (cell) statistics, then ``rounds`` rounds of
-# clustering.
-ROUND_LOCATION, ROUND_SCALE, ROUND_CELLS = 0, 1, 2
-N_SETUP_ROUNDS = 3
+# columns, one pools the embeddings' mean and spread (after pretraining), one
+# sends the first (cell) statistics, then ``rounds`` rounds of clustering.
+ROUND_LOCATION, ROUND_SCALE, ROUND_SPREAD, ROUND_CELLS = 0, 1, 2, 3
+N_SETUP_ROUNDS = 4
 # pretrain_iter="auto": at least this many optimiser steps, and 10 epochs.
 _MIN_PRETRAIN_STEPS = 200
 # Floor of a global prototype's per-dimension standard deviation.
@@ -280,8 +282,30 @@ class Server:
             for f in ("counts", "sums", "sumsq")
         ]
         k = self.n_clusters
+        if round_ == ROUND_SPREAD:
+            total, sums, sumsq = (np.sum(x, axis=0) for x in stats)
+            means, stds = _moments(total, sums, sumsq)
+            outer = np.sum(
+                [np.asarray(m["outer"], dtype=np.float64) for m in messages], 0
+            )
+            n = max(float(total[0]), 1.0)
+            cov = outer / n - np.outer(means[0], means[0])
+            # The nearest covariance (noise can make it indefinite).
+            vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
+            cov = (vecs * np.maximum(vals, 0.0)) @ vecs.T
+            return {"means": means, "stds": stds, "cov": cov}
         if round_ == ROUND_CELLS:
-            if self.align:
+            if (
+                self.align
+                and len({len(c) for c in stats[0]}) == 1
+                and len(stats[0][0]) > k
+            ):
+                # Cells of shared anchors (with privacy): the same cell at
+                # every client, pooled over the clients before grouping.
+                pooled_cells = [np.sum(x, axis=0) for x in stats]
+                g = group_cells(*pooled_cells, k, self.clip_norm, self.seed)
+                groups = [g for _ in messages]
+            elif self.align:
                 groups = group_cells(
                     *(np.concatenate(s) for s in stats), k, self.clip_norm, self.seed
                 )
@@ -329,11 +353,10 @@ class Client:
         self.dtype = torch.float32
         self.n_samples = X.shape[0]
         seeds = child_seeds(spec["seed"], 5)
-        shuffle_seed, noise_seed, anchor_seed, train_seed, self.kmeans_seed = seeds
+        shuffle_seed, noise_seed, _, train_seed, self.kmeans_seed = seeds
         self.generator = torch.Generator().manual_seed(shuffle_seed)
         self.train_noise = torch.Generator().manual_seed(train_seed)
         self.noise = np.random.default_rng(noise_seed)
-        self.anchor_rng = np.random.default_rng(anchor_seed)
         # Every client starts from the same weights (one shared seed): local
         # training alone then leaves their embedding spaces comparable.
         init = torch.Generator().manual_seed(spec["init_seed"])
@@ -454,6 +477,13 @@ class Client:
             labels = torch.as_tensor(self.labels, dtype=torch.long, device=self.device)
         private = self.privacy is not None
         batch = min(spec["batch_size"], self.n_samples)
+        if epochs == 0:
+            if private:
+                rate = batch / self.n_samples
+                self.ledger.poisson_gaussian(
+                    f"DP-SGD: {phase}", rate, self._multiplier("train"), 0
+                )
+            return
 
         def losses(idx):
             views, mask = self._batch(idx)
@@ -542,29 +572,23 @@ class Client:
             return self._location_message()
         if round_ == ROUND_SCALE:
             return self._scale_message(broadcast)
-        if round_ == ROUND_CELLS:
+        if round_ == ROUND_SPREAD:
             self._standardise(broadcast)
             self._fit_epochs(self.pretrain_epochs(), False, "pretraining")
-            return self._cells_message()
+            return self._spread_message()
+        if round_ == ROUND_CELLS:
+            return self._cells_message(broadcast)
         return self._cluster_round(broadcast)
 
-    def _cells_message(self):
-        """Noised statistics of ``CELLS_PER_CLUSTER * n_clusters`` cells.
-
-        The cells are the Voronoi cells of random anchors drawn around the
-        client's own noised mean and spread of its embeddings (one release);
-        the client's local clustering starts from its own cells grouped by
-        :func:`group_cells` on what it sent.
-        """
+    def _spread_message(self):
+        """Noised count, sum and sum of squares of all the client's embeddings."""
         E = self.embeddings()
-        k, C = self.spec["n_clusters"], float(self.spec["clip_norm"])
-        if self.privacy is None:
-            return self._exact_first_clusters(E)
+        C = float(self.spec["clip_norm"])
         origin = np.zeros((1, E.shape[1]))
         radius = self._radius(
             np.linalg.norm(E, axis=1), 1e-4 * C, C, "embedding norm quantile"
         )
-        first = release_cluster_stats(
+        message = release_cluster_stats(
             E,
             np.zeros(len(E), dtype=int),
             origin,
@@ -574,9 +598,41 @@ class Client:
             self.ledger,
             "embedding mean and spread",
         )
-        mean, std = _moments(first["counts"], first["sums"], first["sumsq"])
-        anchors = mean + std * self.anchor_rng.standard_normal(
-            (CELLS_PER_CLUSTER * k, E.shape[1])
+        # Second moments: one clipped row's outer product has Frobenius norm
+        # ||z||^2 <= radius^2.
+        rows = E if not math.isfinite(radius) else clip_rows(E, radius)
+        message["outer"] = gaussian_release(
+            rows.T @ rows,
+            1.0 if not math.isfinite(radius) else radius**2,
+            self._multiplier("stats"),
+            self.noise,
+            self.ledger,
+            "embedding second moments",
+        )
+        return message
+
+    def _cells_message(self, broadcast):
+        """Noised statistics of ``CELLS_PER_CLUSTER * n_clusters`` cells.
+
+        The cells are the Voronoi cells of anchors drawn around the pooled
+        mean and spread of the embeddings (the broadcast) from a seed every
+        client shares, so that a cell is the same region at every client and
+        the server pools it over the clients before grouping the cells;
+        without alignment (the ablation) the client groups its own cells for
+        its local clustering. Without privacy the cells are the clusters of
+        a local k-means.
+        """
+        E = self.embeddings()
+        k, C = self.spec["n_clusters"], float(self.spec["clip_norm"])
+        if self.privacy is None:
+            return self._exact_first_clusters(E)
+        mean = np.asarray(broadcast["means"], dtype=np.float64)
+        cov = np.asarray(broadcast["cov"], dtype=np.float64)
+        vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
+        root = vecs * np.sqrt(np.maximum(vals, 0.0))
+        shared = np.random.default_rng(self.spec["init_seed"])
+        anchors = (
+            mean + shared.standard_normal((CELLS_PER_CLUSTER * k, E.shape[1])) @ root.T
         )
         cells = nearest_prototype(E, anchors)
         radius = self._radius(
@@ -764,10 +820,16 @@ def train_steps_per_epoch(rate):
 
 
 def pretrain_epochs(spec, n_samples):
-    """Epochs of round 2's pretraining ("auto": >= 200 steps and 10 epochs)."""
+    """Epochs of round 2's pretraining.
+
+    "auto": none with privacy (``spec["private"]``), else at least 200 steps
+    and 10 epochs.
+    """
     value = spec["pretrain_iter"]
     if value != "auto":
         return int(value)
+    if spec.get("private"):
+        return 0
     batch = min(spec["batch_size"], n_samples)
     n_batches = len(batch_bounds(n_samples, batch))
     return max(10, math.ceil(_MIN_PRETRAIN_STEPS / n_batches))
@@ -813,6 +875,7 @@ def privacy_plan(spec, n_samples, rounds, multipliers):
     for what in ("embedding norm quantile", "cell residual norm quantile"):
         ledger.gaussian(what, q)
     ledger.gaussian("embedding mean and spread", multipliers["stats"])
+    ledger.gaussian("embedding second moments", multipliers["stats"])
     ledger.gaussian("cell statistics", multipliers["stats"])
     for _ in range(rounds):
         if spec["local_epochs"]:
