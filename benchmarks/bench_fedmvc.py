@@ -75,10 +75,14 @@ from sklearn_ext.cluster import FederatedMultiViewClustering, SuperpixelFeaturiz
 from sklearn_ext.datasets import load_mfeat, make_remote_sensing_scene
 from sklearn_ext.utils import clustering_accuracy
 
+# The ablations run without privacy: with privacy the defaults train no
+# network, so the prototype terms would have nothing to act on.
+NON_PRIVATE = "ours, epsilon=None"
 ABLATIONS = {
-    "no alignment": {"alignment": None},
-    "no Wasserstein (points)": {"contrast": "euclidean"},
-    "no prototype terms": {"contrast": "none"},
+    "no alignment (epsilon=None)": {"alignment": None, "epsilon": None},
+    "no Wasserstein, points (epsilon=None)": {"contrast": "euclidean", "epsilon": None},
+    "no prototype terms (epsilon=None)": {"contrast": "none", "epsilon": None},
+    "no alignment (epsilon=8)": {"alignment": None},
 }
 
 
@@ -133,6 +137,8 @@ def run_mfeat(seeds, results, raw):
             }
             if setting == "iid" and seed == seeds[0]:
                 raw["model"] = model
+            m, secs = fit_model(Xs, views, client, 10, seed, epsilon=None)
+            row[NON_PRIVATE] = {**scores(y, m.labels_), "seconds": secs}
             for name, params in ABLATIONS.items():
                 m, secs = fit_model(Xs, views, client, 10, seed, **params)
                 row[name] = {**scores(y, m.labels_), "seconds": secs}
@@ -170,9 +176,21 @@ def run_mfeat(seeds, results, raw):
             )
 
 
-# Budgets of the privacy part: None is the non-private run of the same
-# estimator (exact statistics, local k-means to convergence).
-EPSILONS = (None, 32.0, 8.0)
+# Settings of the privacy part: (label, parameters). "none" is the
+# non-private run of the same estimator (exact statistics, local k-means to
+# convergence, networks trained); the two variants measure where the gap
+# comes from: the untrained networks (the private default), and DP-SGD
+# training at epsilon 8.
+PRIVACY_SETTINGS = (
+    ("none", {"epsilon": None}),
+    ("32", {"epsilon": 32.0}),
+    ("8", {"epsilon": 8.0}),
+    ("none, untrained", {"epsilon": None, "pretrain_iter": 0, "local_epochs": 0}),
+    (
+        "8, DP-SGD 10 + 2 epochs",
+        {"epsilon": 8.0, "pretrain_iter": 10, "local_epochs": 2},
+    ),
+)
 
 
 def run_privacy(seeds, out):
@@ -181,13 +199,13 @@ def run_privacy(seeds, out):
     X, y, views = data.data, data.target, data.views
     for seed in seeds:
         client = partition(len(y), 6, "iid", y, np.random.RandomState(seed))
-        for epsilon in EPSILONS:
-            model, secs = fit_model(X, views, client, 10, seed, epsilon=epsilon)
+        for label, params in PRIVACY_SETTINGS:
+            model, secs = fit_model(X, views, client, 10, seed, **params)
             out.append(
                 _privacy_row(
                     "mfeat iid, 6 clients",
                     seed,
-                    epsilon,
+                    label,
                     model,
                     clustering_accuracy(y, model.labels_),
                     secs,
@@ -200,23 +218,24 @@ def run_privacy(seeds, out):
         F = sp.fit_transform([scene.spectral, scene.elevation])
         r, c = sp.centroids_.T
         tiles = (r >= 128).astype(int) * 2 + (c >= 128).astype(int)
-        for epsilon in EPSILONS:
-            model, secs = fit_model(F, sp.view_sizes_, tiles, 6, seed, epsilon=epsilon)
+        for label, params in PRIVACY_SETTINGS:
+            model, secs = fit_model(F, sp.view_sizes_, tiles, 6, seed, **params)
             acc = clustering_accuracy(y_px, sp.inverse_transform(model.labels_).ravel())
             out.append(
                 _privacy_row(
-                    "scene superpixels, 4 tiles", seed, epsilon, model, acc, secs
+                    "scene superpixels, 4 tiles", seed, label, model, acc, secs
                 )
             )
 
 
-def _privacy_row(data, seed, epsilon, model, acc, secs):
+def _privacy_row(data, seed, label, model, acc, secs):
+    private = model.epsilon is not None
     row = {
         "data": data,
         "seed": seed,
-        "epsilon": "none" if epsilon is None else epsilon,
+        "setting": label,
         "epsilon_": float(model.epsilon_),
-        "delta": float(model.client_delta_.max()) if epsilon is not None else None,
+        "delta": float(model.client_delta_.max()) if private else None,
         "acc": float(acc),
         "seconds": secs,
     }
@@ -228,22 +247,20 @@ def summarise_privacy(out, seeds):
     rows = []
     for data in dict.fromkeys(r["data"] for r in out):
         runs = [r for r in out if r["data"] == data]
-        base = {r["seed"]: r["acc"] for r in runs if r["epsilon"] == "none"}
-        for epsilon in EPSILONS:
-            key = "none" if epsilon is None else epsilon
-            sel = [r for r in runs if r["epsilon"] == key]
+        base = {r["seed"]: r["acc"] for r in runs if r["setting"] == "none"}
+        for label, params in PRIVACY_SETTINGS:
+            sel = [r for r in runs if r["setting"] == label]
             accs = [r["acc"] for r in sel]
+            private = params["epsilon"] is not None
             row = {
                 "data": data,
-                "epsilon (target)": "none" if epsilon is None else f"{epsilon:g}",
+                "epsilon (target)": label,
                 "epsilon_ (recorded, max)": f"{max(r['epsilon_'] for r in sel):.3f}",
-                "delta (max)": ""
-                if epsilon is None
-                else f"{max(r['delta'] for r in sel):.2e}",
+                "delta (max)": f"{max(r['delta'] for r in sel):.2e}" if private else "",
                 "ACC": _acc(accs),
                 "seconds": f"{np.mean([r['seconds'] for r in sel]):.1f}",
             }
-            if epsilon is not None:
+            if label != "none":
                 d, lo, hi = paired_interval(accs, [base[r["seed"]] for r in sel])
                 row["this − non-private (ACC)"] = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
             rows.append(row)
@@ -258,7 +275,10 @@ def summarise_privacy(out, seeds):
     ]
     notes = (
         f"Seeds {list(seeds)}; the seed draws the partition and the models' "
-        "randomness. Defaults of FederatedMultiViewClustering except epsilon; "
+        "randomness. Defaults of FederatedMultiViewClustering except the "
+        "parameters the setting names ('untrained': pretrain_iter=0, "
+        "local_epochs=0; 'DP-SGD 10 + 2 epochs': pretrain_iter=10, "
+        "local_epochs=2); "
         "delta = 1/n per client. Target (issue 53): within 5 ACC points of the "
         "non-private run, iid."
     )
@@ -332,6 +352,8 @@ def run_unnamed(seeds, out):
         client = partition(len(y), 6, "iid", y, np.random.RandomState(seed))
         model, secs = fit_model(X, views, client, 10, seed)
         row = {"ours": {**scores(y, model.labels_), "seconds": secs}}
+        m, secs = fit_model(X, views, client, 10, seed, epsilon=None)
+        row[NON_PRIVATE] = {**scores(y, m.labels_), "seconds": secs}
         row["federated KMeans, unaligned"] = scores(
             y, unaligned_federated_kmeans(X, views, client, 10, seed)
         )
@@ -352,22 +374,26 @@ def run_flower(raw, out):
     model = raw["model"]
     data = load_mfeat()
     Xc = np.column_stack([data.data, model.client_of_sample_])
-    params = {**model.get_params(), **SMOKE, "backend": "flower"}
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        flower = FederatedMultiViewClustering(**params).fit(Xc)
     out.update(
-        flower_seconds=time.perf_counter() - start,
         simulation_seconds=raw["seconds"],
-        labels_equal=bool(np.array_equal(flower.labels_, model.labels_)),
-        prototype_max_abs_diff=float(
-            np.abs(flower.prototypes_ - model.prototypes_).max()
-        ),
         bytes_per_round=model.communication_per_round_,
         communication_bytes=model.communication_bytes_,
         feature_bytes=model.feature_bytes_,
     )
+    for backend in ("flower", "flower-simulation"):
+        params = {**model.get_params(), **SMOKE, "backend": backend}
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            flower = FederatedMultiViewClustering(**params).fit(Xc)
+        out[backend] = {
+            "seconds": time.perf_counter() - start,
+            "labels_equal": bool(np.array_equal(flower.labels_, model.labels_)),
+            "prototype_max_abs_diff": float(
+                np.abs(flower.prototypes_ - model.prototypes_).max()
+            ),
+            "epsilon_equal": bool(flower.epsilon_ == model.epsilon_),
+        }
     print("flower", out, flush=True)
 
 
@@ -391,6 +417,11 @@ def summarise(results, privacy, scene, unnamed, comm, seeds, scene_shape):
             if method != "ours":
                 d, lo, hi = paired_interval([r["ours"]["acc"] for r in runs], accs)
                 row["ours − this (ACC)"] = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+            if "epsilon=None)" in method:
+                d, lo, hi = paired_interval([r[NON_PRIVATE]["acc"] for r in runs], accs)
+                row["ours, epsilon=None − this (ACC)"] = (
+                    f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+                )
             rows.append(row)
     for method in scene[0]:
         accs = [r[method]["acc"] for r in scene]
@@ -416,12 +447,17 @@ def summarise(results, privacy, scene, unnamed, comm, seeds, scene_shape):
         f"Seeds {list(seeds)}. Communication (iid, seed {seeds[0]}): "
         f"{comm.get('bytes_per_round')} bytes (up, down) per round, "
         f"{comm.get('communication_bytes')} in all, against "
-        f"{comm.get('feature_bytes')} bytes to send the features once. Flower "
-        "(server + 6 client processes on loopback): "
-        f"{comm.get('flower_seconds', 0):.1f} s "
-        f"against {comm.get('simulation_seconds', 0):.1f} s in simulation; labels "
-        f"equal: {comm.get('labels_equal')}, prototypes max |diff| "
-        f"{comm.get('prototype_max_abs_diff', float('nan')):.2e}."
+        f"{comm.get('feature_bytes')} bytes to send the features once. "
+        + " ".join(
+            f"{backend} (iid, seed {seeds[0]}, default private): "
+            f"{comm[backend]['seconds']:.1f} s against "
+            f"{comm['simulation_seconds']:.1f} s in the in-process simulation; "
+            f"labels equal: {comm[backend]['labels_equal']}, prototypes max "
+            f"|diff| {comm[backend]['prototype_max_abs_diff']:.2e}, epsilon_ "
+            f"equal: {comm[backend]['epsilon_equal']}."
+            for backend in ("flower", "flower-simulation")
+            if backend in comm
+        )
     )
     columns = [
         "part",
@@ -432,6 +468,7 @@ def summarise(results, privacy, scene, unnamed, comm, seeds, scene_shape):
         "epsilon",
         "seconds",
         "ours − this (ACC)",
+        "ours, epsilon=None − this (ACC)",
         "this − pixel KMeans (ACC)",
     ]
     write_results(

@@ -132,9 +132,11 @@ class FederatedMultiViewClustering(
     ``asinh``, so that one clipping radius serves columns of any scale):
     pooled means, then pooled standard deviations. Round 2 pretrains every
     client's networks on its own data (reconstruction, ``pretrain_iter``)
-    and sends the first statistics (without privacy: the clusters of a
-    local k-means; with privacy: the cells of random anchors drawn about
-    its noised embedding mean, grouped by the server); rounds ``3 .. 2 +
+    and pools the mean and second moments of the embeddings; round 3 sends
+    the first statistics (without privacy: the clusters of a local k-means,
+    grouped by the server; with privacy: the cells of anchors drawn from
+    that pooled Gaussian with a seed all clients share, pooled cell by cell
+    over the clients and grouped by weighted k-means); rounds ``4 .. 3 +
     rounds`` train ``local_epochs`` against the broadcast prototypes,
     recluster, align and send. All clients start from the same network
     weights (one seed, drawn from ``random_state``) and keep their own Adam
@@ -200,11 +202,13 @@ class FederatedMultiViewClustering(
     pretrain_iter : int or "auto", default="auto"
         Epochs of local pretraining in round 2. "auto": without privacy at
         least 200 optimiser steps and 10 epochs; with privacy none. Measured
-        (mfeat, 6 iid clients, epsilon 8): DP-SGD pretraining of 10 epochs
-        lowered ACC from 0.58 (no training) to 0.39, because each client's
-        gradient noise moves its embedding space away from the others'
-        (untrained, every client embeds with the same shared initial
-        weights, and the pooled prototypes mean the same thing everywhere).
+        (``benchmarks/results/fedmvc_privacy.md``, mfeat over 6 iid clients,
+        epsilon 8, 3 seeds): 10 epochs of DP-SGD pretraining and 2 local
+        epochs per round lowered ACC from 0.552 (no training) to 0.213,
+        because each client's gradient noise moves its embedding space away
+        from the others' (untrained, every client embeds with the same
+        shared initial weights, and the pooled prototypes mean the same
+        thing everywhere).
         Set both to train with DP-SGD; the training is accounted in
         ``epsilon_`` either way.
 

@@ -1,9 +1,11 @@
 """The federated protocol of FederatedMultiViewClustering: client, server, wire.
 
-A client holds its samples and its networks and never sends either: each
-round it sends its clusters' noised sufficient statistics (counts, sums and
-sums of squares of the clipped embeddings of the samples of each cluster).
-The server pools them into global Gaussian prototypes and broadcasts their
+A client holds its samples and its networks and never sends either: it
+sends noised column statistics (two set-up rounds), the noised moments of
+its embeddings, then each round its clusters' noised sufficient statistics
+(counts, sums and sums of squares of the clipped residuals of the samples
+of each cluster). Every release is recorded in the client's privacy
+ledger. The server pools them into global Gaussian prototypes and broadcasts their
 means and standard deviations. Both backends (the in-process simulation and
 Flower) drive the same :class:`Client` and :class:`Server` objects through
 :func:`transmit`, which is where everything that crosses the wire passes.
@@ -221,11 +223,15 @@ class Server:
     Round 0 pools every column's noised sum and every view's noised count of
     observed samples into the columns' means; round 1 pools the noised
     squared deviations into their scales (both of the asinh-transformed
-    columns, see :func:`feature_transform`); round 2 groups every client's
-    noised cells into ``n_clusters`` global clusters (``align``: all clients'
-    cells together, by k-means on their means weighted by their counts;
-    without alignment, each client's cells are grouped on their own and
-    pooled by the arbitrary index of their group, the ablation); later
+    columns, see :func:`feature_transform`); round 2 pools the embeddings'
+    noised counts, sums and second moments into one Gaussian (mean and full
+    covariance, the nearest positive semi-definite one); round 3 groups the
+    clients' noised cells into ``n_clusters`` global clusters (``align``:
+    cells of shared anchors are pooled cell by cell over the clients, a
+    client's own local k-means clusters without privacy are taken as they
+    are, and all are grouped by k-means on their means weighted by their
+    counts; without alignment, each client's cells are grouped on their own
+    and pooled by the arbitrary index of their group, the ablation); later
     rounds pool the clusters' noised statistics by index (the clients
     aligned them) into Gaussian prototypes.
 
@@ -240,7 +246,7 @@ class Server:
     seed : int
         Seeds the grouping of the cells.
     rounds : int
-        Clustering rounds (after the three set-up rounds).
+        Clustering rounds (after the four set-up rounds).
     """
 
     def __init__(self, n_clusters, align, views, clip_norm, seed, rounds):
@@ -355,7 +361,9 @@ class Client:
         seeds = child_seeds(spec["seed"], 5)
         shuffle_seed, noise_seed, _, train_seed, self.kmeans_seed = seeds
         self.generator = torch.Generator().manual_seed(shuffle_seed)
-        self.train_noise = torch.Generator().manual_seed(train_seed)
+        # DP-SGD's noise is drawn on the parameters' device (opacus draws it
+        # with this generator there).
+        self.train_noise = torch.Generator(device=self.device).manual_seed(train_seed)
         self.noise = np.random.default_rng(noise_seed)
         # Every client starts from the same weights (one shared seed): local
         # training alone then leaves their embedding spaces comparable.
@@ -739,15 +747,18 @@ class Client:
         return message
 
     def _aligned_labels(self, E, when):
-        """Local clusters (nearest local centroid), renamed to global indices.
+        """Local clusters renamed to global indices (``when``: for messages).
 
-        Every sample also has a global cluster (its nearest global prototype);
-        the contingency table of local against global clusters (noised: one
-        count per sample) counts how often they co-occur on the same samples,
-        and every local cluster takes the global cluster it co-occurs with
-        most (several local clusters may join one global cluster). The local
-        centroids are renamed with them. Without alignment the local indices
-        stay as they are.
+        Without privacy the local clusters are a k-means to convergence
+        started from the current local centroids. Every sample also has a
+        global cluster (its nearest global prototype); the contingency table
+        of local against global clusters counts how often they co-occur on
+        the same samples (exact: it never leaves the client), and every
+        local cluster takes the global cluster it co-occurs with most
+        (several local clusters may join one global cluster). The local
+        centroids are renamed with them. With privacy and alignment every
+        sample takes its nearest global prototype. Without alignment the
+        local indices stay as they are.
         """
         if self.privacy is not None and self.spec["align"]:
             # With privacy a client's own noised clusters are too noisy to
