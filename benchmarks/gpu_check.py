@@ -20,7 +20,8 @@ Then ``IPBTSearchCV`` drives ``NBCGClassifier`` on the GPU with forced restarts
 pickling the search to a CPU-only process), HAMUUnlearner unlearns on the
 device, TaskVectorTransporter moves a task vector between torch chains
 that live on the device, LagrangianActorCritic trains on the grid and
-ConstrainedMaxMinMORL on the thermal model.
+ConstrainedMaxMinMORL on the thermal model, and FederatedMultiViewClustering
+trains with DP-SGD on the device.
 
 ``GPU_CHECK_DRY_RUN=1`` runs the same steps with "cpu" standing in for "cuda"
 and a tenth of the timing size, to try the script on a machine without a GPU.
@@ -288,7 +289,7 @@ def check_unlearning_on_gpu():
     X, y = load_digits(return_X_y=True)
     base = UnlearnableMLPClassifier(device=GPU, random_state=0)
     u = HAMUUnlearner(base, target_forget_accuracy=0.0, max_steps=200, random_state=0)
-    u.fit(X, y).unlearn(X[y == 3], y[y == 3])
+    u.fit(X, y).unlearn(X[y == 3], y[y == 3], X[y != 3], y[y != 3])
     forget_acc = float(u.score(X[y == 3], y[y == 3]))
     retain_acc = float(u.score(X[y != 3], y[y != 3]))
     p_unpickled = _unpickle_without_cuda(u, X)
@@ -438,6 +439,46 @@ def check_magic_on_gpu():
     }
 
 
+def check_private_fedmvc_on_gpu():
+    """FederatedMultiViewClustering with DP-SGD on the device (opacus draws the
+    gradient noise with a generator on the parameters' device), every release
+    accounted, and the fitted model predicting the same on a CPU-only machine.
+    """
+    from sklearn_ext.cluster import FederatedMultiViewClustering
+    from sklearn_ext.datasets import make_multiview_blobs
+
+    X, _, views = make_multiview_blobs(
+        600, view_sizes=(8, 8), n_clusters=3, random_state=0
+    )
+    model = FederatedMultiViewClustering(
+        3,
+        views=views,
+        n_clients=3,
+        rounds=2,
+        pretrain_iter=2,
+        local_epochs=1,
+        epsilon=8.0,
+        device=GPU,
+        random_state=0,
+    ).fit(X)
+    trained = {
+        e["what"]: e["count"]
+        for e in model.privacy_report_[0]
+        if e["what"].startswith("DP-SGD")
+    }
+    accounted = bool(np.isfinite(model.epsilon_) and model.epsilon_ <= 8.0 + 1e-6)
+    p_unpickled = _unpickle_without_cuda(model, X)
+    pickled_ok = bool(np.array_equal(p_unpickled, model.predict(X)))
+    return {
+        "estimator": "FederatedMultiViewClustering (epsilon 8, DP-SGD on the device)",
+        "device_": str(model.device_),
+        "epsilon_": float(model.epsilon_),
+        "dp_sgd_steps": trained,
+        "pickle_to_cpu": {"ok": pickled_ok},
+        "ok": accounted and pickled_ok and min(trained.values()) > 0,
+    }
+
+
 def check_pareto_selection_on_gpu():
     """ParetoModelSelector choosing between torch classifiers on the GPU and a
     scikit-learn one: landmark fits, full fits and refits on the device, the
@@ -507,6 +548,7 @@ def main():
         ("ConstrainedMaxMinMORL", check_maxmin_on_gpu),
         ("MAGICClustering", check_magic_on_gpu),
         ("ParetoModelSelector", check_pareto_selection_on_gpu),
+        ("FederatedMultiViewClustering private", check_private_fedmvc_on_gpu),
         ("IMVC on mfeat", check_imvc_mfeat_defaults),
         ("TGINEE directed", check_tginee_directed_missing),
     ):
