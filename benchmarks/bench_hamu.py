@@ -100,18 +100,25 @@ def _scores(model, X, y, forget, Xt, yt):
     )
 
 
+def _forget_setup(name, kind, seed):
+    """Data, forget mask, base MLP, the retrained model and its forget accuracy."""
+    X, Xt, y, yt = _data(name, seed)
+    rng = np.random.default_rng(seed)
+    forget = rng.random(len(y)) < 0.1 if kind == "random 10%" else y == y[0]
+    base = UnlearnableMLPClassifier((64,), random_state=seed)
+    gold = copy.deepcopy(base).fit(X[~forget], y[~forget])
+    return X, Xt, y, yt, forget, base, gold, gold.score(X[forget], y[forget])
+
+
 def part_matched(seeds, datasets):
     rows = []
     for name in datasets:
         for kind in ("random 10%", "one class"):
             results = {}
             for seed in seeds:
-                X, Xt, y, yt = _data(name, seed)
-                rng = np.random.default_rng(seed)
-                forget = rng.random(len(y)) < 0.1 if kind == "random 10%" else y == y[0]
-                base = UnlearnableMLPClassifier((64,), random_state=seed)
-                gold = copy.deepcopy(base).fit(X[~forget], y[~forget])
-                target = gold.score(X[forget], y[forget])
+                X, Xt, y, yt, forget, base, gold, target = _forget_setup(
+                    name, kind, seed
+                )
                 results.setdefault("retrained (gold)", []).append(
                     _scores(gold, X, y, forget, Xt, yt)
                 )
@@ -318,12 +325,9 @@ def part_stopping(seeds, datasets):
         for kind in ("random 10%", "one class"):
             runs = {}
             for seed in seeds:
-                X, Xt, y, yt = _data(name, seed)
-                rng = np.random.default_rng(seed)
-                forget = rng.random(len(y)) < 0.1 if kind == "random 10%" else y == y[0]
-                base = UnlearnableMLPClassifier((64,), random_state=seed)
-                gold = copy.deepcopy(base).fit(X[~forget], y[~forget])
-                target = gold.score(X[forget], y[forget])
+                X, Xt, y, yt, forget, base, gold, target = _forget_setup(
+                    name, kind, seed
+                )
                 fitted = HAMUUnlearner(base, random_state=seed).fit(X, y)
                 for requirement, c in REQUIREMENT_GRID:
                     for stop in (True, False):

@@ -660,6 +660,7 @@ class FederatedMultiViewClustering(
             clip_norm=self.clip_norm,
             seed=seed,
             rounds=self.rounds,
+            private=self.epsilon is not None,
         )
 
     def _account(self, states, specs):

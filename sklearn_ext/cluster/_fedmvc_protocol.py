@@ -247,14 +247,20 @@ class Server:
         Seeds the grouping of the cells.
     rounds : int
         Clustering rounds (after the four set-up rounds).
+    private : bool, default=False
+        The clients send cells of shared anchors (with privacy) rather than
+        their local k-means clusters.
     """
 
-    def __init__(self, n_clusters, align, views, clip_norm, seed, rounds):
+    def __init__(
+        self, n_clusters, align, views, clip_norm, seed, rounds, private=False
+    ):
         self.n_clusters = n_clusters
         self.align = align
         self.views = [np.asarray(v) for v in views]
         self.clip_norm = float(clip_norm)
         self.seed = seed
+        self.private = bool(private)
         self.n_rounds = N_SETUP_ROUNDS + int(rounds)
         self.means = None
         self.stds = None
@@ -301,11 +307,7 @@ class Server:
             cov = (vecs * np.maximum(vals, 0.0)) @ vecs.T
             return {"means": means, "stds": stds, "cov": cov}
         if round_ == ROUND_CELLS:
-            if (
-                self.align
-                and len({len(c) for c in stats[0]}) == 1
-                and len(stats[0][0]) > k
-            ):
+            if self.align and self.private:
                 # Cells of shared anchors (with privacy): the same cell at
                 # every client, pooled over the clients before grouping.
                 pooled_cells = [np.sum(x, axis=0) for x in stats]
@@ -710,11 +712,11 @@ class Client:
         self.prototypes = (broadcast["means"], broadcast["stds"])
         if self.labels is None:
             # The first training targets: every sample's aligned local cluster.
-            self.labels = self._aligned_labels(self.embeddings(), "first")
+            self.labels = self._aligned_labels(self.embeddings())
         if self.spec["local_epochs"]:
             self._fit_epochs(self.spec["local_epochs"], True, "local training")
         E = self.embeddings()
-        self.labels = self._aligned_labels(E, "round")
+        self.labels = self._aligned_labels(E)
         C = float(self.spec["clip_norm"])
         means = np.asarray(broadcast["means"], dtype=np.float64)
         if not align:
@@ -746,8 +748,8 @@ class Client:
         del k
         return message
 
-    def _aligned_labels(self, E, when):
-        """Local clusters renamed to global indices (``when``: for messages).
+    def _aligned_labels(self, E):
+        """Local clusters renamed to global indices.
 
         Without privacy the local clusters are a k-means to convergence
         started from the current local centroids. Every sample also has a
