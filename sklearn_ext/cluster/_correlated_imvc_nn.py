@@ -13,6 +13,8 @@ import math
 import torch
 from torch import nn
 
+from sklearn_ext.utils._torch_nn import mlp
+
 __all__ = ["CorrelatedIMVCNet"]
 
 # Jitter that keeps the learned correlation matrix positive definite:
@@ -20,15 +22,6 @@ __all__ = ["CorrelatedIMVCNet"]
 CORR_JITTER = 1e-3
 # Floor of the per-view variances (softplus output).
 MIN_VAR = 1e-4
-
-
-def _mlp(sizes):
-    """Linear layers of the given widths with ReLU between them."""
-    layers = []
-    for a, b in zip(sizes[:-2], sizes[1:-1]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
-    layers.append(nn.Linear(sizes[-2], sizes[-1]))
-    return nn.Sequential(*layers)
 
 
 class CorrelatedIMVCNet(nn.Module):
@@ -51,10 +44,10 @@ class CorrelatedIMVCNet(nn.Module):
         super().__init__()
         view_sizes = [int(d) for d in view_sizes]
         self.encoders = nn.ModuleList(
-            _mlp([d, *hidden, 2 * latent_dim]) for d in view_sizes
+            mlp([d, *hidden, 2 * latent_dim]) for d in view_sizes
         )
         self.decoders = nn.ModuleList(
-            _mlp([latent_dim, *hidden[::-1], d]) for d in view_sizes
+            mlp([latent_dim, *hidden[::-1], d]) for d in view_sizes
         )
         n_views = len(view_sizes)
         # Strictly lower part of the (unnormalised) Cholesky factor; the

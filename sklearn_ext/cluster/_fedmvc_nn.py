@@ -11,7 +11,7 @@ stays cheap.
 import torch
 from torch import nn
 
-from sklearn_ext.cluster._correlated_imvc_nn import _mlp
+from sklearn_ext.utils._torch_nn import mlp
 
 __all__ = ["FedMVCNet", "FederatedEncoders", "gaussian_w2_squared"]
 
@@ -56,11 +56,9 @@ class FedMVCNet(nn.Module):
     def __init__(self, view_sizes, latent_dim, hidden, clip_norm):
         super().__init__()
         view_sizes = [int(d) for d in view_sizes]
-        self.encoders = nn.ModuleList(
-            _mlp([d, *hidden, latent_dim]) for d in view_sizes
-        )
+        self.encoders = nn.ModuleList(mlp([d, *hidden, latent_dim]) for d in view_sizes)
         self.decoders = nn.ModuleList(
-            _mlp([latent_dim, *hidden[::-1], d]) for d in view_sizes
+            mlp([latent_dim, *hidden[::-1], d]) for d in view_sizes
         )
         self.clip_norm = float(clip_norm)
 

@@ -14,9 +14,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# The one MLP builder of the cluster family's networks.
-from sklearn_ext.cluster._correlated_imvc_nn import _mlp
 from sklearn_ext.utils._torch import weighted_mean
+
+# The one MLP builder of every family.
+from sklearn_ext.utils._torch_nn import mlp
 
 __all__ = ["MAGICNet", "robust_contrastive"]
 
@@ -89,10 +90,10 @@ class MAGICNet(nn.Module):
         self.shared_text = len(set(text_dims)) == 1
         if self.adapters:
             mid = [hidden] if hidden else []
-            self.image_adapter = _mlp([int(image_dim), *mid, adapter_dim])
+            self.image_adapter = mlp([int(image_dim), *mid, adapter_dim])
             widths = text_dims[:1] if self.shared_text else text_dims
             self.text_adapters = nn.ModuleList(
-                _mlp([d, *mid, adapter_dim]) for d in widths
+                mlp([d, *mid, adapter_dim]) for d in widths
             )
             dim = adapter_dim
         else:

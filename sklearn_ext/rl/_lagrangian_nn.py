@@ -6,7 +6,7 @@
 import torch
 from torch import nn
 
-from sklearn_ext.cluster._correlated_imvc_nn import _mlp
+from sklearn_ext.utils._torch_nn import mlp
 
 __all__ = ["ActorCritic"]
 
@@ -46,8 +46,8 @@ class ActorCritic(nn.Module):
             for i, n in enumerate(nvec):
                 mask[i, n:] = -1e9
             self.register_buffer("mask", mask)
-        self.actor = _mlp([n_features, hidden, hidden, n_actions])
-        self.critic = _mlp([n_features, hidden, hidden, n_heads])
+        self.actor = mlp([n_features, hidden, hidden, n_actions])
+        self.critic = mlp([n_features, hidden, hidden, n_heads])
         start = -0.5 if continuous else 0.0
         self.log_std = nn.Parameter(torch.full((n_actions,), start))
 

@@ -133,9 +133,9 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         self.verbose = verbose
 
     def _build_module(self, attr="module_"):
-        from sklearn_ext.cluster._correlated_imvc_nn import _mlp
+        from sklearn_ext.utils._torch_nn import mlp
 
-        return _mlp(self._sizes)
+        return mlp(self._sizes)
 
     def _module_inputs(self, X, *, device, dtype):
         """``module_``'s input for raw rows ``X`` (the unlearning protocol)."""
