@@ -32,7 +32,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 from sklearn.utils.validation import has_fit_parameter
 from toy_estimators import ToyTorchRegressor
 
-from sklearn_ext.__main__ import run_demo
+from sklearn_ext.__main__ import _demo_callable, run_demo
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.utils import skops_trusted_types
 from sklearn_ext.utils._messages import _INTERNAL_DIRS
@@ -104,6 +104,8 @@ def test_estimator_meets_method_contract(name, cls):
     assert not name.lower().startswith("base")
     missing = [attr for attr in METHOD_CONTRACT if not hasattr(cls, attr)]
     assert not missing, f"{name} lacks {missing}"
+    fn, seconds = _demo_callable(cls)
+    assert callable(fn) and seconds > 0
     assert (ROOT / "benchmarks" / f"bench_{cls._bench_name}.py").exists()
     doc = cls.__doc__ or ""
     assert "References" in doc and "Examples" in doc, f"{name} docstring incomplete"

@@ -9,8 +9,8 @@ Each estimator carries what the harness needs, beside its own code:
   ``{check_name: reason}`` for scikit-learn checks that cannot apply. Entries
   are strict: a listed check that passes fails the suite.
 - ``_paper``: the citation shown by ``python -m sklearn_ext list``.
-- ``_demo()`` (classmethod): runs the short CLI demo, see
-  :func:`sklearn_ext.__main__.run_demo`.
+- a demo, ``demo_<ClassName>()`` in the family's ``_demo.py`` (a module that
+  only the command line imports), see :func:`sklearn_ext.__main__.run_demo`.
 - ``_bench_name``: the stem ``<name>`` of ``benchmarks/bench_<name>.py``.
 """
 
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # Class attributes every registered estimator must define (see module docstring).
-METHOD_CONTRACT = ("_get_test_params", "_paper", "_demo", "_bench_name")
+METHOD_CONTRACT = ("_get_test_params", "_paper", "_bench_name")
 
 
 def instances_of(cls):
