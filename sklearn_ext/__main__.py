@@ -91,7 +91,9 @@ def _demo_callable(cls):
     # Families not yet moved to the _demo.py layout keep a ``_demo`` classmethod.
     try:
         return demo_function(cls)
-    except ModuleNotFoundError:
+    except (ModuleNotFoundError, AttributeError):
+        if not hasattr(cls, "_demo"):
+            raise
         return cls._demo, float(getattr(cls, "_demo_seconds", 10.0))
 
 
