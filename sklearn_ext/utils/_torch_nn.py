@@ -8,6 +8,8 @@ that importing a family stays cheap.
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from numbers import Integral
+
 from torch import nn
 
 __all__ = ["mlp"]
@@ -26,6 +28,9 @@ def mlp(sizes):
     -------
     torch.nn.Sequential
     """
+    bad = [s for s in sizes if not isinstance(s, Integral) or isinstance(s, bool)]
+    if bad:
+        raise TypeError(f"mlp widths must be integers, got {bad!r} in {list(sizes)}.")
     sizes = [int(s) for s in sizes]
     if len(sizes) < 2:
         raise ValueError(f"mlp needs at least two widths, got {sizes}.")
