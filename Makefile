@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.stamp
 OLD_VENV ?= .venv-oldest
 OLDEST   ?= numpy==1.24.4 scipy==1.10.1 scikit-learn==1.6.0 pandas==2.0.3
 
-.PHONY: install test test-oldest demo bench docs examples lint format gpu-check clean
+.PHONY: install test test-oldest demo bench claims docs examples lint format gpu-check clean
 
 $(VENV)/.stamp-base:
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ demo: $(STAMP)-test
 
 bench: $(STAMP)-bench
 	$(PY) -m sklearn_ext bench
+
+# The claims ledger: regenerate the README's estimator table and the user
+# guide's results tables from benchmarks/results/*.json, then check that every
+# quoted figure is traced and every results file is fresher than its code.
+claims: $(STAMP)-test
+	$(PY) -m sklearn_ext claims --write
+	$(PY) -m sklearn_ext claims --check
 
 gpu-check: $(STAMP)-test
 	$(PY) benchmarks/gpu_check.py

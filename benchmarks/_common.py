@@ -90,8 +90,47 @@ def machine():
     }
 
 
+_FINGERPRINTS = {}
+
+
+def _ledger_entries(name, rows, notes):
+    """The claims ledger's entries of ``results/<name>.json``.
+
+    The running script (``__main__``) declares, in its ``LEDGER`` dict, a
+    :class:`sklearn_ext._claims.Ledger` for every results file it writes: what
+    was measured, on what data, over which seeds, with what budget on each
+    side, and the claims texts may quote. The commit, the hashes of the code
+    the script ran and the method's behavioural fingerprint
+    (``fingerprints.py``, computed once per run) are added here.
+    """
+    from sklearn_ext._claims import compute_fingerprint, ledger_block
+
+    main = sys.modules["__main__"]
+    script = Path(main.__file__).resolve().relative_to(ROOT).as_posix()
+    spec = getattr(main, "LEDGER", {}).get(name)
+    if spec is None:
+        raise KeyError(
+            f"{script} writes results/{name}.json but declares no LEDGER[{name!r}]: "
+            "every results file is part of the claims ledger"
+        )
+    from fingerprints import FINGERPRINTS
+
+    stem = Path(script).stem[len("bench_") :]
+    if stem not in _FINGERPRINTS:
+        # A benchmark of the repository's commands (bench_budgets) measures no
+        # one method, and has no fingerprint.
+        _FINGERPRINTS[stem] = (
+            compute_fingerprint(stem) if stem in FINGERPRINTS else None
+        )
+    return ledger_block(name, rows, spec, script, ROOT, _FINGERPRINTS[stem], notes)
+
+
 def write_results(name, rows, columns, *, title, notes=""):
-    """Write ``results/<name>.json`` and ``results/<name>.md``; print the table."""
+    """Write ``results/<name>.json`` and ``results/<name>.md``; print the table.
+
+    The JSON file carries the claims ledger's entries (see
+    :func:`_ledger_entries`).
+    """
     RESULTS.mkdir(exist_ok=True)
     payload = {
         "benchmark": name,
@@ -100,6 +139,7 @@ def write_results(name, rows, columns, *, title, notes=""):
         "rows": rows,
         "notes": notes,
     }
+    payload.update(_ledger_entries(name, rows, notes))
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
 
     def fmt(v):

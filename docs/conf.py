@@ -110,5 +110,34 @@ def _glossary_terms_as_text(app, env, node, contnode):
     return None
 
 
+def _claim_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+    """``:claim:`ID``` (or ``ID:ci``, ``ID:interval``, ``ID:peer``): a figure of
+    the claims ledger (``benchmarks/results/*.json``), rendered from it.
+
+    An unknown claim is an error, so ``make docs`` (``-W``) fails on it.
+    """
+    from docutils import nodes
+
+    from sklearn_ext._claims import load_ledger, render
+
+    if not hasattr(_claim_role, "ledger"):
+        _claim_role.ledger = load_ledger(ROOT)
+    ident, _, modifier = text.strip().partition(":")
+    record = _claim_role.ledger.get(ident.strip())
+    try:
+        if record is None:
+            raise ValueError(f"claim {ident!r} has no row in the claims ledger")
+        value = render(record, modifier.strip())
+    except ValueError as exc:
+        msg = inliner.reporter.error(str(exc), line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    title = (
+        f"{record['metric']} of {record['subject']}; {record['results']}, "
+        f"{record['date']}"
+    )
+    return [nodes.abbreviation(rawtext, value, explanation=title)], []
+
+
 def setup(app):
     app.connect("missing-reference", _glossary_terms_as_text)
+    app.add_role("claim", _claim_role)
