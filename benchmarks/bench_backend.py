@@ -7,19 +7,29 @@ shared ``train_loop``), the same module and optimiser in a hand-written torch
 loop, and scikit-learn's ``MLPRegressor``. Ratios are sklearn_ext's time over
 each anchor's.
 
-Part 2, threads. torch's intra-op pool (OpenMP) spins at the end of each
-parallel region; when another process holds a core, a training step of many
-small operations waits for a descheduled partner thread. Each fit below runs in
-a fresh process, idle and beside one CPU-bound competing process, three ways:
+Part 2, threads (``--part threads`` runs it alone). torch's intra-op pool
+(OpenMP) spins at the end of each parallel region; when another process holds a
+core, a training step of many small operations waits for a descheduled
+partner thread. And the number of threads changes the order of floating-point
+sums, so a thread count that follows the load gives different fits on a busy
+and on an idle machine. Each fit below runs in a fresh process, idle and
+beside one CPU-bound competing process, four ways:
 
-- ``policy``: the package's default (``cpu_thread_limit``: torch's threads
-  lowered, during each call, to the cores no other process is running on);
-- ``no policy``: the policy switched off (torch's default threads throughout),
-  what every torch estimator did before;
+- ``policy``: the package's default (``cpu_thread_limit``: one torch thread
+  in every call, whatever the load);
+- ``old policy (load)``: the package's policy before issue 54, emulated here
+  (torch's threads lowered, at the start of each call, to the cores no other
+  process is running on, read from ``/proc/stat``);
+- ``no policy``: torch's own thread count throughout;
 - ``no policy, OMP_WAIT_POLICY=PASSIVE``: threads that sleep instead of
   spinning, to show the cause (the spin-waiting) rather than to recommend it.
 
-The target: with the policy, a loaded fit takes at most 2.5x its idle time.
+Each row says how many threads the fit used and whether the idle and the loaded
+fit predict the same floats. The target: with the policy, a loaded fit takes at
+most 2.5x its idle time, and predicts the same floats. A second table times one
+Adam step of an MLP against the step's work at one and two threads, idle and
+loaded: what a second thread would gain, and what it costs.
+
 Part 3 times ``GridSearchCV`` over a torch estimator with ``n_jobs=1`` and
 ``n_jobs=2`` (idle machine): parallel search must be faster.
 """
@@ -34,6 +44,8 @@ import warnings
 from pathlib import Path
 
 from _common import measure, write_results
+
+from sklearn_ext._claims import Claim, Ledger
 
 HERE = Path(__file__).resolve().parent
 N_SAMPLES, N_FEATURES, HIDDEN, EPOCHS, BATCH = 20_000, 32, 64, 10, 200
@@ -138,6 +150,21 @@ def overhead():
 
 # --- part 2: threads --------------------------------------------------------------
 
+WORKLOADS = (
+    "NBCGClassifier",
+    "CorrelatedVariationalIMVC",
+    "ToyTorchRegressor",
+    "ToyTorchRegressor, wide",
+)
+OLD_POLICY = "old policy (load)"
+# (label, policy, extra environment)
+THREAD_CONFIGS = (
+    ("policy", "new", None),
+    (OLD_POLICY, "old", None),
+    ("no policy", "none", None),
+    ("no policy, OMP_WAIT_POLICY=PASSIVE", "none", {"OMP_WAIT_POLICY": "PASSIVE"}),
+)
+
 
 def _workload(name):
     """(estimator, X, y) of a realistic fit: each method's own demo regime."""
@@ -159,87 +186,375 @@ def _workload(name):
             n_clusters=10, views=data.views, max_iter=30, random_state=0
         )
         return est, X, None
-    if name == "ToyTorchRegressor":
+    if name.startswith("ToyTorchRegressor"):
         from sklearn.datasets import make_regression
         from toy_estimators import ToyTorchRegressor
 
         X, y = make_regression(20_000, 64, n_informative=16, random_state=0)
-        est = ToyTorchRegressor(256, max_iter=15, tol=0.0, n_iter_no_change=20)
+        if name.endswith("wide"):
+            # A large network (1024 rows x 541k parameters a step): where a
+            # second thread has the most to offer.
+            est = ToyTorchRegressor(8192, batch_size=1024, max_iter=3, tol=0.0)
+        else:
+            est = ToyTorchRegressor(256, max_iter=15, tol=0.0)
+        est.set_params(n_iter_no_change=est.max_iter + 1)
         return est.set_params(device="cpu", random_state=0), X, y
     raise ValueError(name)
 
 
-def _worker(name, policy):
-    """Fit one workload in this process; print its seconds as JSON."""
+def _runnable_elsewhere():
+    """The policy before issue 54 read this: other processes' runnable threads."""
+    try:
+        with open("/proc/stat") as f:
+            running = next(
+                int(line.split()[1]) for line in f if line.startswith("procs_running")
+            )
+        ours = 0
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "R":
+                    ours += 1
+    except (OSError, StopIteration, IndexError, ValueError):
+        return 0
+    return max(running - max(ours, 1), 0)
+
+
+def _install_policy(policy, used):
+    """Put ``policy``'s thread count in the package's place; record each count."""
     import torch
 
     from sklearn_ext.utils import _torch as backend
 
-    if policy == "off":  # the policy's estimate of free cores, made blind
-        backend.available_cpus = lambda: os.cpu_count()
+    package = backend._policy_threads
+
+    def choose():
+        if policy == "new":
+            n = package()
+        elif policy == "none":  # torch's own setting throughout
+            n = torch.get_num_threads()
+        else:  # old: the cores that no other process is running on
+            n = max(1, len(os.sched_getaffinity(0)) - _runnable_elsewhere())
+        used.append(min(n, torch.get_num_threads()))
+        return n
+
+    backend._policy_threads = choose
+
+
+def _worker(name, policy):
+    """Fit one workload in this process; print seconds, threads and a hash."""
+    import hashlib
+
+    import numpy as np
+
+    used = []
+    load = os.getloadavg()[0]
+    _install_policy(policy, used)
     est, X, y = _workload(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         est.fit(X, y)
         seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "torch_threads": torch.get_num_threads()}))
+        pred = np.ascontiguousarray(est.predict(X))
+    digest = hashlib.sha1(pred.tobytes()).hexdigest()[:12]
+    print(
+        json.dumps(
+            {"seconds": seconds, "threads": max(used), "hash": digest, "load": load}
+        )
+    )
 
 
-def _run_worker(name, policy, env_extra=None):
+def _run(args, env_extra=None):
     env = {**os.environ, **(env_extra or {})}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "tests"), str(HERE)])
     out = subprocess.run(
-        [sys.executable, __file__, "--worker", name, "--policy", policy],
+        [sys.executable, __file__, *args],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _competitor():
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
+def _idle_and_loaded(args, env_extra=None):
+    idle = _run(args, env_extra)
+    busy = _competitor()
+    try:
+        time.sleep(0.5)
+        loaded = _run(args, env_extra)
+    finally:
+        busy.kill()
+        busy.wait()
+    return idle, loaded
+
+
 def threads():
-    configs = [
-        ("policy", "on", None),
-        ("no policy", "off", None),
-        ("no policy, OMP_WAIT_POLICY=PASSIVE", "off", {"OMP_WAIT_POLICY": "PASSIVE"}),
-    ]
     rows = []
-    for name in ("NBCGClassifier", "CorrelatedVariationalIMVC", "ToyTorchRegressor"):
-        for label, policy, env in configs:
-            idle = _run_worker(name, policy, env)
-            busy = _competitor()
-            try:
-                time.sleep(0.5)
-                loaded = _run_worker(name, policy, env)
-            finally:
-                busy.kill()
-                busy.wait()
+    for name in WORKLOADS:
+        for label, policy, env in THREAD_CONFIGS:
+            idle, loaded = _idle_and_loaded(["--worker", name, "--policy", policy], env)
             rows.append(
                 {
                     "estimator": name,
                     "threads": label,
-                    "idle s": idle,
-                    "one competing process s": loaded,
-                    "loaded / idle": loaded / idle,
+                    "torch threads idle / loaded": f"{idle['threads']} / "
+                    f"{loaded['threads']}",
+                    "idle s": idle["seconds"],
+                    "one competing process s": loaded["seconds"],
+                    "loaded / idle": loaded["seconds"] / idle["seconds"],
+                    "same predictions": "yes"
+                    if idle["hash"] == loaded["hash"]
+                    else "no",
+                    "load average idle / loaded": f"{idle['load']:.1f} / "
+                    f"{loaded['load']:.1f}",
                 }
             )
             print(rows[-1], flush=True)
+    for row in rows:
+        old = next(
+            r
+            for r in rows
+            if r["estimator"] == row["estimator"] and r["threads"] == OLD_POLICY
+        )
+        row["idle s / old policy's"] = row["idle s"] / old["idle s"]
     write_results(
         "backend_threads",
         rows,
-        ["estimator", "threads", "idle s", "one competing process s", "loaded / idle"],
-        title="Thread policy: fits idle and beside one CPU-bound process (2 cores)",
+        [
+            "estimator",
+            "threads",
+            "torch threads idle / loaded",
+            "idle s",
+            "one competing process s",
+            "loaded / idle",
+            "idle s / old policy's",
+            "same predictions",
+            "load average idle / loaded",
+        ],
+        title="Thread policy: fits idle and beside one CPU-bound process",
         notes=(
-            "Each fit in a fresh process; the competitor is `while True: pass`. "
-            "Target: loaded / idle <= 2.5 with the policy."
+            "Each fit in a fresh process, with torch's default thread count; the "
+            "competitor is `while True: pass`. policy: the package's (one torch "
+            "thread in every call, whatever the load); old policy: "
+            "the package's before issue 54 (the cores no other process is "
+            "running on, read from /proc/stat at the start of each call); no "
+            "policy: torch's threads throughout. torch threads: the most the fit "
+            "used. same predictions: the idle and the loaded fit predict the "
+            "same floats, bit for bit. load average: the machine's 1-minute load "
+            "when the fit began (about 0 idle and 1 loaded on a machine of its "
+            "own). Target: loaded / idle <= 2.5 with the policy, and the same "
+            "predictions."
         ),
     )
+    second_thread()
+
+
+def _sweep_worker(n_threads):
+    """Seconds per Adam step of an MLP (64 -> h -> 1, 1024 rows) for several h."""
+    import torch
+
+    torch.set_num_threads(n_threads)
+    load = os.getloadavg()[0]
+    out = []
+    for hidden in SWEEP_HIDDEN:
+        gen = torch.Generator().manual_seed(0)
+        X = torch.randn(1024, 64, generator=gen)
+        y = torch.randn(1024, 1, generator=gen)
+        net = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
+        )
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        work = 1024 * sum(p.numel() for p in net.parameters())
+
+        def step(net=net, opt=opt, X=X, y=y):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(net(X), y).backward()
+            opt.step()
+
+        for _ in range(3):
+            step()
+        n_steps = max(10, int(3e9 / (6 * work)))
+        start = time.perf_counter()
+        for _ in range(n_steps):
+            step()
+        out.append({"work": work, "seconds": (time.perf_counter() - start) / n_steps})
+    print(json.dumps({"load": load, "steps": out}))
+
+
+SWEEP_HIDDEN = (64, 256, 1024, 2048, 4096, 8192, 16384)
+
+
+def second_thread():
+    """What a second thread gains or costs: step time against work, 1 and 2."""
+    runs = {}
+    for n in (1, 2):
+        runs[n] = _idle_and_loaded(["--sweep", str(n)])
+    rows = []
+    for i, hidden in enumerate(SWEEP_HIDDEN):
+        (one_idle, one_loaded), (two_idle, two_loaded) = (
+            [r["steps"][i]["seconds"] for r in runs[n]] for n in (1, 2)
+        )
+        work = runs[1][0]["steps"][i]["work"]
+        rows.append(
+            {
+                "hidden": hidden,
+                "multiply-adds per step": float(work),
+                "1 thread idle ms": 1e3 * one_idle,
+                "2 threads idle ms": 1e3 * two_idle,
+                "1 thread loaded ms": 1e3 * one_loaded,
+                "2 threads loaded ms": 1e3 * two_loaded,
+                "idle speed-up of 2 threads": one_idle / two_idle,
+                "loaded: 2 threads / 1": two_loaded / one_loaded,
+                "load average idle / loaded": " / ".join(
+                    f"{max(r[k]['load'] for r in runs.values()):.1f}" for k in (0, 1)
+                ),
+            }
+        )
+    write_results(
+        "backend_threads_work",
+        rows,
+        list(rows[0]),
+        title=(
+            "One Adam step of an MLP (64 -> hidden -> 1, 1024 rows) at one and two "
+            "torch threads, idle and beside one CPU-bound process"
+        ),
+        notes=(
+            "Each column from a fresh process; milliseconds per step, after 3 "
+            "warm-up steps; multiply-adds per step: rows x parameters. The "
+            "policy computes on one thread; this table shows what a second "
+            "thread would gain on an idle machine and cost beside a busy "
+            "process, from small steps to far larger ones than the package's "
+            "fits take."
+        ),
+    )
+
+
+def _policy_rows(rows):
+    return [r for r in rows if r["threads"] == "policy"]
+
+
+def _thread_claims():
+    short = {
+        "NBCGClassifier": "nbcg",
+        "CorrelatedVariationalIMVC": "imvc",
+        "ToyTorchRegressor": "mlp",
+        "ToyTorchRegressor, wide": "wide_mlp",
+    }
+    claims = []
+    for name, key in short.items():
+        for label, tag in (("policy", ""), (OLD_POLICY, "old_"), ("no policy", "no_")):
+            row = {"estimator": name, "threads": label}
+            claims.append(
+                Claim(f"{tag}policy_{key}_loaded", row, "loaded / idle", fmt=".2f")
+            )
+        claims.append(
+            Claim(
+                f"policy_{key}_idle_cost",
+                {"estimator": name, "threads": "policy"},
+                "idle s / old policy's",
+                metric="idle seconds of the policy over the old policy's",
+                fmt=".2f",
+            )
+        )
+    claims += [
+        Claim(
+            "policy_same_predictions",
+            None,
+            "same predictions",
+            metric="workloads whose idle and loaded fits predict the same floats",
+            compute=lambda rows: sum(
+                r["same predictions"] == "yes" for r in _policy_rows(rows)
+            ),
+        ),
+        Claim(
+            "old_policy_same_predictions",
+            None,
+            "same predictions",
+            metric="workloads whose idle and loaded fits predict the same floats",
+            compute=lambda rows: sum(
+                r["same predictions"] == "yes"
+                for r in rows
+                if r["threads"] == OLD_POLICY
+            ),
+        ),
+        Claim(
+            "passive_idle_cost_max",
+            None,
+            "idle s / old policy's",
+            metric="largest idle slowdown of OMP_WAIT_POLICY=PASSIVE",
+            fmt=".1f",
+            compute=lambda rows: max(
+                r["idle s / old policy's"]
+                for r in rows
+                if r["threads"].endswith("PASSIVE")
+            ),
+        ),
+    ]
+    return claims
+
+
+def _work_claims():
+    best = Claim(
+        "best_idle_speedup",
+        None,
+        "idle speed-up of 2 threads",
+        metric="largest idle speed-up of a second thread over all step sizes",
+        fmt=".2f",
+        compute=lambda rows: max(r["idle speed-up of 2 threads"] for r in rows),
+    )
+
+    def _speedup_at(hidden):
+        return Claim(
+            f"idle_speedup_h{hidden}",
+            {"hidden": hidden},
+            "idle speed-up of 2 threads",
+            fmt=".2f",
+        )
+
+    def _loaded_at(hidden):
+        return Claim(
+            f"loaded_two_over_one_h{hidden}",
+            {"hidden": hidden},
+            "loaded: 2 threads / 1",
+            fmt=".2f",
+        )
+
+    return [best] + [f(h) for h in SWEEP_HIDDEN for f in (_speedup_at, _loaded_at)]
+
+
+_THREADS_BUDGET = {
+    "ours": "the package's thread policy, torch's default thread count, one fit "
+    "per fresh process",
+    "peers": "the same fits under the policy before issue 54 and without a policy",
+}
+
+LEDGER = {
+    "backend_threads": Ledger(
+        "cpu_thread_limit (NBCGClassifier, CorrelatedVariationalIMVC, "
+        "ToyTorchRegressor)",
+        "NBCG: make_longtail_multilabel(4000, 200 features), 30 epochs; IMVC: "
+        "mfeat with 30% of views masked, 30 epochs; MLP: make_regression(20000, "
+        "64), hidden 256 for 15 epochs and hidden 8192 in batches of 1024 for 3",
+        "random_state=0; one fit idle and one beside `while True: pass`",
+        _THREADS_BUDGET,
+        _thread_claims(),
+    ),
+    "backend_threads_work": Ledger(
+        "cpu_thread_limit (one thread against two)",
+        "one Adam step of an MLP 64 -> hidden -> 1 on 1024 random rows",
+        "torch.Generator seed 0",
+        {
+            "ours": "one and two torch threads, each in a fresh process",
+            "peers": "none: the table measures where a second thread pays",
+        },
+        _work_claims(),
+    ),
+}
 
 
 # --- part 3: parallel search ------------------------------------------------------
@@ -275,12 +590,24 @@ def grid_search():
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--worker")
-    parser.add_argument("--policy", default="on")
-    parser.add_argument("--part", choices=["overhead", "threads", "grid"])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--sweep", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--policy",
+        default="new",
+        choices=["new", "old", "none"],
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--part",
+        choices=["overhead", "threads", "grid"],
+        help="run one part alone (default: all three)",
+    )
     args = parser.parse_args()
     if args.worker:
         return _worker(args.worker, args.policy)
+    if args.sweep:
+        return _sweep_worker(args.sweep)
     parts = {"overhead": overhead, "threads": threads, "grid": grid_search}
     for name, part in parts.items():
         if args.part in (None, name):

@@ -67,7 +67,10 @@ _THREAD_SCOPED_METHODS = (
 
 
 def _thread_scoped(method):
-    """Run ``method`` inside :func:`~sklearn_ext.utils._torch.cpu_thread_limit`."""
+    """Run ``method`` inside :func:`~sklearn_ext.utils._torch.cpu_thread_limit`.
+
+    One torch thread for the call, whatever the machine's load.
+    """
 
     @functools.wraps(method)
     def scoped(self, *args, **kwargs):
@@ -99,9 +102,11 @@ class TorchDeviceMixin:
       gradients, one (densified) batch at a time, returning float64 numpy
       arrays;
     - the CPU-thread policy: every public fit/inference method of a subclass
-      runs inside :func:`~sklearn_ext.utils._torch.cpu_thread_limit`, which
-      lowers torch's intra-op threads to the cores no other process is using
-      when the call starts and restores the previous value on return;
+      runs inside :func:`~sklearn_ext.utils._torch.cpu_thread_limit`, on one
+      torch intra-op thread, and restores the previous setting on return. The
+      count never depends on the load of the machine (nor on torch's own
+      setting, which it only lowers), so a fixed ``random_state`` gives the
+      same floats on a busy and on an idle machine;
     - portable pickling: each fitted module named in ``_module_attributes`` is
       stored as a CPU state dict and rebuilt on unpickling by the estimator's
       ``_build_module(attr)`` (called after the other fitted attributes are

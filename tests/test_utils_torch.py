@@ -509,74 +509,80 @@ def test_convergence_warning_names_the_phase_and_its_parameter():
 # --- threads -----------------------------------------------------------------------
 
 
-def test_thread_limit_lowers_and_restores(monkeypatch):
-    from sklearn_ext.utils import _torch as backend
-
+@pytest.fixture
+def two_threads():
     before = torch.get_num_threads()
     torch.set_num_threads(2)
-    try:
-        monkeypatch.setattr(backend, "available_cpus", lambda: 1)
-        with cpu_thread_limit() as n:
-            assert n == 1 and torch.get_num_threads() == 1
-        assert torch.get_num_threads() == 2
-        with cpu_thread_limit(8) as n:  # never raises torch's own setting
-            assert n == 2
-        with pytest.raises(RuntimeError):
-            with cpu_thread_limit(1):
-                raise RuntimeError
-        assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
+    yield
+    torch.set_num_threads(before)
 
 
-def test_fit_and_predict_run_inside_the_thread_policy(monkeypatch):
-    from sklearn_ext.utils import _torch as backend
+def test_thread_limit_uses_one_thread_and_restores(two_threads):
+    with cpu_thread_limit() as n:
+        assert n == 1 and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == 2
+    with cpu_thread_limit(8) as n:  # never above torch's own setting
+        assert n == 2 and torch.get_num_threads() == 2
+    with pytest.raises(RuntimeError):
+        with cpu_thread_limit():
+            raise RuntimeError
+    assert torch.get_num_threads() == 2
 
-    seen = []
+
+def test_fit_and_predict_run_inside_the_thread_policy(two_threads, monkeypatch):
+    seen = {"build": [], "train": [], "predict": []}
     original = ToyTorchRegressor._build_module
 
-    def probe(self, attr):
-        seen.append(torch.get_num_threads())
-        return original(self, attr)
+    def record(module, *_):
+        seen["train" if module.training else "predict"].append(torch.get_num_threads())
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        monkeypatch.setattr(backend, "available_cpus", lambda: 1)
-        monkeypatch.setattr(ToyTorchRegressor, "_build_module", probe)
+    def probe(self, attr):
+        seen["build"].append(torch.get_num_threads())
+        module = original(self, attr)
+        module.register_forward_hook(record)
+        return module
+
+    monkeypatch.setattr(ToyTorchRegressor, "_build_module", probe)
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = ToyTorchRegressor(max_iter=1, device="cpu").fit(X, y)
+    est.predict(X)
+    assert seen["build"] and seen["train"] and seen["predict"]
+    assert set(seen["build"]) | set(seen["train"]) | set(seen["predict"]) == {1}
+    assert torch.get_num_threads() == 2
+
+
+def test_cpu_threads_opts_in_to_more_threads_in_a_block_only(two_threads):
+    from sklearn_ext.utils import cpu_threads
+
+    seen = []
+    X, y = _data()
+    with cpu_threads(2):
+        with cpu_thread_limit() as n:
+            assert n == 2
+        est = ToyTorchRegressor(max_iter=2, device="cpu", random_state=0)
+        real = est._build_module
+
+        def probe(attr):
+            seen.append(torch.get_num_threads())
+            return real(attr)
+
+        est._build_module = probe
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            ToyTorchRegressor(max_iter=1, device="cpu").fit(*_data())
-        assert seen == [1] and torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
-
-
-def test_available_cpus_counts_other_processes_running(monkeypatch):
-    from sklearn_ext.utils import _torch as backend
-
-    n = len(__import__("os").sched_getaffinity(0))
-    monkeypatch.setattr(backend, "_runnable_elsewhere", lambda: 0)
-    assert backend.available_cpus() == n
-    monkeypatch.setattr(backend, "_runnable_elsewhere", lambda: n + 5)
-    assert backend.available_cpus() == 1
-
-
-def test_runnable_elsewhere_sees_a_busy_process():
-    import subprocess as sp
-
-    from sklearn_ext.utils._torch import _runnable_elsewhere
-
-    busy = sp.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        import time
-
-        time.sleep(0.5)
-        counts = [_runnable_elsewhere() for _ in range(20)]
-    finally:
-        busy.kill()
-        busy.wait()
-    assert max(counts) >= 1
+            est.fit(X, y)
+    assert seen == [2]
+    with cpu_thread_limit() as n:  # the block is over: one thread again
+        assert n == 1
+    with cpu_threads(16), cpu_thread_limit() as n:  # never above torch's setting
+        assert n == 2
+    with pytest.raises(ValueError, match="at least 1"):
+        with cpu_threads(0):
+            pass
+    with pytest.raises(TypeError, match="must be an integer"):
+        with cpu_threads(1.5):
+            pass
 
 
 # --- messages ------------------------------------------------------------------------

@@ -51,8 +51,9 @@ device : str or torch.device, default="auto"
     Where torch computes: "auto" (CUDA when available, else the CPU), "cpu",
     "cuda", "cuda:N", "mps" or a ``torch.device``. Fitted weights are kept on
     the CPU, so a model fitted on a GPU pickles and predicts on a machine
-    without one. On the CPU, torch's threads are limited during each call to
-    the cores no other process is using (see the user guide on threads).
+    without one. On the CPU, each call computes on one torch thread, whatever
+    the machine's load, so a busy and an idle machine fit the same floats
+    (see the user guide on threads).
 """,
     "random_state": """
 random_state : int, RandomState instance or None, default=None

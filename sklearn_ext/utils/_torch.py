@@ -10,9 +10,10 @@ stays cheap.
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import contextvars
 import io
 import math
-import os
+import numbers
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,10 +29,10 @@ __all__ = [
     "DeviceConstraint",
     "ModuleState",
     "TrainResult",
-    "available_cpus",
     "batch_bounds",
     "child_seeds",
     "conjugate_gradient",
+    "cpu_threads",
     "cpu_thread_limit",
     "import_torch",
     "init_parameters",
@@ -425,9 +426,9 @@ def adam(params, lr, weight_decay=0.0):
     """The package's Adam: multi-tensor (``foreach``) updates on every device.
 
     torch uses the multi-tensor implementation by default only on CUDA; on the
-    CPU its per-tensor loop costs about a third of a small network's step
-    (measured on CorrelatedVariationalIMVC's twelve networks: 15.3 s against
-    10.9 s per fit on mfeat). The update is the same.
+    CPU its per-tensor loop is a large part of the step of a model made of
+    many small networks (such as CorrelatedVariationalIMVC's twelve). The
+    update is the same.
 
     Parameters
     ----------
@@ -648,60 +649,87 @@ def lbfgs_minimize(
         return float(loss_fn())
 
 
-def _runnable_elsewhere():
-    """Runnable threads of other processes now, from /proc (Linux), or None."""
-    try:
-        with open("/proc/stat") as f:
-            running = next(
-                int(line.split()[1]) for line in f if line.startswith("procs_running")
-            )
-        ours = 0
-        for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/stat") as f:
-                # The state follows the parenthesised command name.
-                if f.read().rsplit(")", 1)[1].split()[0] == "R":
-                    ours += 1
-    except (OSError, StopIteration, IndexError, ValueError):
-        return None
-    return max(running - max(ours, 1), 0)
+# The policy's count, one unless the caller asks for more in a block
+# (:func:`cpu_threads`); a context variable, so that nothing global changes.
+_CPU_THREADS = contextvars.ContextVar("sklearn_ext_cpu_threads", default=1)
 
 
-def available_cpus():
-    """CPUs this process may use that no other process is running on now.
+def _policy_threads():
+    """The thread policy's count: one, or what :func:`cpu_threads` set; never
+    the machine's load.
 
-    The cores of the affinity mask (which containers and ``taskset`` restrict)
-    minus the threads of other processes that are runnable at this moment
-    (``procs_running`` of ``/proc/stat``, less this process's own running
-    threads); at least 1. Where /proc is not readable, the affinity mask alone.
+    A function, so that ``benchmarks/bench_backend.py`` can put the policies
+    it compares in its place.
     """
+    return _CPU_THREADS.get()
+
+
+@contextmanager
+def cpu_threads(n_threads):
+    """Let the package's torch calls in a block use up to ``n_threads`` threads.
+
+    The package's fits run torch on one CPU thread (see
+    :func:`cpu_thread_limit`); on a machine of your own with a large model,
+    ``with cpu_threads(8): model.fit(X)`` lets torch use up to 8 (never more
+    than ``torch.get_num_threads()``). The count is still yours, never the
+    machine's load: the same count gives the same floats on a busy and on an
+    idle machine, while another count may change the last bits, since the
+    number of threads changes the order of floating-point sums. The setting
+    holds in this thread (and asyncio task) only; worker processes (joblib,
+    dask) keep one thread.
+
+    Parameters
+    ----------
+    n_threads : int
+        At least 1.
+
+    Examples
+    --------
+    >>> from sklearn_ext.utils import cpu_threads
+    >>> with cpu_threads(2):
+    ...     pass  # fit large torch models here
+    """
+    if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
+        raise TypeError(f"n_threads must be an integer, got {n_threads!r}.")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be at least 1, got {n_threads}.")
+    token = _CPU_THREADS.set(int(n_threads))
     try:
-        n_cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        n_cpus = os.cpu_count() or 1
-    others = _runnable_elsewhere()
-    if others is None:  # pragma: no cover - not Linux
-        return n_cpus
-    return max(1, n_cpus - others)
+        yield
+    finally:
+        _CPU_THREADS.reset(token)
 
 
 @contextmanager
 def cpu_thread_limit(n_threads=None):
-    """Limit torch's CPU intra-op threads for the duration of a block.
+    """Run a block with torch's CPU intra-op threads limited (one by default).
 
-    The package's thread policy. torch's intra-op pool (OpenMP) busy-waits at
-    the end of each parallel region; when another process holds one of the
-    cores, a thread spins while its partner waits to be scheduled, and a
-    training step of many small operations slows 3-20x. Inside the block torch
-    uses ``min(torch.get_num_threads(), n_threads)`` threads, where
-    ``n_threads`` defaults to :func:`available_cpus` (the cores that no other
-    process is running on when the block starts); the previous setting is
-    restored on exit, so nothing changes for the caller. The limit only ever
-    lowers torch's own setting, so ``OMP_NUM_THREADS``, ``torch.set_num_threads``
-    and joblib's limits in its workers are respected.
+    The package's thread policy: inside the block torch uses
+    ``min(torch.get_num_threads(), n_threads)`` threads, one unless
+    ``n_threads`` says otherwise, and the previous setting is restored on
+    exit. The count never depends on the load of the machine, for two reasons:
+
+    - the number of threads changes the order of floating-point sums in
+      torch's kernels (a layer norm's backward splits its rows among the
+      threads, a small matrix product its sums), so a count that followed the
+      load would make the same ``random_state`` give different floats on a
+      busy and on an idle machine;
+    - torch's OpenMP threads busy-wait at the end of every parallel region,
+      so beside a busy process a second thread makes a training loop of many
+      small operations several times slower, while on an idle machine it
+      speeds the package's fits up only modestly (``benchmarks/bench_backend.py
+      --part threads``). To use several cores, fit several models at once
+      (``GridSearchCV(n_jobs=...)``, joblib, dask).
+
+    So torch's share of a fit computes the same floats whatever the load and
+    whatever torch's own setting (``OMP_NUM_THREADS``,
+    ``torch.set_num_threads``, joblib's limits in its workers), which the
+    limit only ever lowers.
 
     Parameters
     ----------
     n_threads : int, default=None
+        None: the policy's count, one (or what :func:`cpu_threads` set).
 
     Yields
     ------
@@ -710,7 +738,7 @@ def cpu_thread_limit(n_threads=None):
     """
     torch = import_torch()
     before = torch.get_num_threads()
-    wanted = available_cpus() if n_threads is None else int(n_threads)
+    wanted = _policy_threads() if n_threads is None else int(n_threads)
     inside = max(1, min(before, wanted))
     if inside != before:
         torch.set_num_threads(inside)
