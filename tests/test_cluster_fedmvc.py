@@ -528,6 +528,18 @@ def test_superpixel_bad_input(scene):
         SuperpixelFeaturizer(50).fit([scene.spectral, scene.elevation[:10]])
     with pytest.raises(ValueError, match="n_segments must be a positive integer"):
         SuperpixelFeaturizer(0).fit(scene.spectral)
+    with pytest.raises(ValueError, match="n_segments must be a positive integer"):
+        SuperpixelFeaturizer(True).fit(scene.spectral)
+    # Superpixels smaller than a pixel: SLIC would quietly return fewer.
+    h, w = scene.spectral.shape[:2]
+    with pytest.raises(
+        ValueError,
+        match=rf"more superpixels than the scene has pixels \({h} x {w} = {h * w}\)"
+        rf".*n_segments <= {h * w}",
+    ):
+        SuperpixelFeaturizer(h * w + 1).fit(scene.spectral)
+    with pytest.raises(ValueError, match="at least one band"):
+        SuperpixelFeaturizer(50).fit([scene.spectral, scene.spectral[:, :, :0]])
     with pytest.raises(ValueError, match="features must be"):
         SuperpixelFeaturizer(50, features=("median",)).fit(scene.spectral)
     sp = SuperpixelFeaturizer(50).fit(scene.spectral)

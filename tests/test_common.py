@@ -32,7 +32,7 @@ from sklearn.utils.estimator_checks import check_param_validation
 from sklearn.utils.validation import has_fit_parameter
 from toy_estimators import ToyTorchRegressor
 
-from sklearn_ext.__main__ import _demo_callable, run_demo
+from sklearn_ext.__main__ import demo_function, run_demo
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.utils import skops_trusted_types
 from sklearn_ext.utils._messages import _INTERNAL_DIRS
@@ -104,11 +104,23 @@ def test_estimator_meets_method_contract(name, cls):
     assert not name.lower().startswith("base")
     missing = [attr for attr in METHOD_CONTRACT if not hasattr(cls, attr)]
     assert not missing, f"{name} lacks {missing}"
-    fn, seconds = _demo_callable(cls)
+    # The demo lives in the family's _demo.py (no _demo classmethod on the class),
+    # with its seconds on one core and a summary line that `demo --list` shows.
+    fn, seconds = demo_function(cls)
+    assert fn.__module__ == f"sklearn_ext.{cls.__module__.split('.')[1]}._demo"
     assert callable(fn) and seconds > 0
+    assert (fn.__doc__ or "").strip(), f"demo_{name} has no docstring"
+    assert not hasattr(cls, "_demo") and not hasattr(cls, "_demo_seconds")
     assert (ROOT / "benchmarks" / f"bench_{cls._bench_name}.py").exists()
     doc = cls.__doc__ or ""
     assert "References" in doc and "Examples" in doc, f"{name} docstring incomplete"
+    # A trailing underscore names fitted state; a method named so reads as one.
+    like_state = [
+        attr
+        for attr, value in inspect.getmembers(cls)
+        if callable(value) and attr.endswith("_") and not attr.startswith("_")
+    ]
+    assert not like_state, f"{name}: methods named like fitted attributes {like_state}"
     for check, reason in expected_failed_checks(next(instances_of(cls))).items():
         assert check.startswith("check_") and len(reason) > 10, (check, reason)
 
@@ -214,18 +226,23 @@ def test_pipeline_grid_search_parallel(estimator):
         assert predictions(search.best_estimator_, X)
         return
     # Estimators of non-negative data (interaction counts) get a scaler that
-    # keeps them non-negative.
-    if get_tags(estimator).input_tags.positive_only:
+    # keeps them non-negative; of integer codes (puzzle cells), a step that
+    # keeps the codes (a scaler would change what they mean).
+    tags = get_tags(estimator)
+    if tags.input_tags.categorical:
+        scaler, grid = FunctionTransformer(), {"scale__validate": [True, False]}
+    elif tags.input_tags.positive_only:
         scaler, grid = MaxAbsScaler(), {"scale__copy": [True, False]}
     else:
         scaler, grid = StandardScaler(), {"scale__with_mean": [True, False]}
     steps = [("scale", scaler), ("est", clone(estimator))]
     scoring = None
     if not (is_classifier(estimator) or is_regressor(estimator)):
-        if get_tags(estimator).estimator_type == "clusterer":
+        if tags.estimator_type == "clusterer":
             scoring = "adjusted_rand_score"
-        else:
+        elif hasattr(estimator, "transform"):
             steps.append(("final", LinearRegression()))
+        # Otherwise its own score (the puzzle solvers' solve rate) ranks.
     search = GridSearchCV(
         Pipeline(steps),
         grid,
@@ -486,7 +503,8 @@ def test_warnings_point_at_the_callers_line(estimator):
 @pytest.mark.slow
 @pytest.mark.parametrize("name, cls", REGISTERED, ids=[n for n, _ in REGISTERED])
 def test_demo_at_defaults_converges_and_reports(name, cls):
-    """The CLI demo fits at the defaults without a ConvergenceWarning."""
+    """The CLI demo (``demo_<name>`` of the family's ``_demo.py``) fits at the
+    defaults without a ConvergenceWarning and returns the documented dict."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         try:
@@ -496,6 +514,9 @@ def test_demo_at_defaults_converges_and_reports(name, cls):
     assert isinstance(result["greater_is_better"], bool)
     assert np.isfinite(result["score"]) and np.isfinite(result["baseline_score"])
     assert result["better"] in (name, "baseline", "tie")
+    for key in ("data", "metric", "baseline"):
+        assert isinstance(result[key], str) and result[key], key
+    assert result["seconds"] > 0 and result["cpu_seconds"] >= 0
 
 
 # --- persistence -------------------------------------------------------------------

@@ -186,7 +186,15 @@ def test_admm_states_are_exposed_and_agents_converge(digits, fitted):
     "params, X, match",
     [
         ({"image_shape": (8, 7)}, np.zeros((4, 64)), "56 pixels but X has 64"),
-        ({"image_shape": (8, 8), "patch_size": 9}, np.zeros((4, 64)), "larger than"),
+        (
+            {"image_shape": (8, 8), "patch_size": 9},
+            np.zeros((4, 64)),
+            r"larger than the image of shape \(8, 8\); pass patch_size <= 8",
+        ),
+        # A 1-D signal shorter than the patch.
+        ({}, np.zeros((4, 3)), r"image of shape \(1, 3\); pass patch_size <= 3"),
+        # A square image smaller than the patch is not read as a signal.
+        ({}, np.zeros((4, 9)), r"a 3 x 3 image, smaller than patch_size=4"),
         ({"image_shape": (0, 8)}, np.zeros((4, 64)), "two positive integers"),
         ({"patch_size": 2, "stride": 3}, np.zeros((4, 64)), "left out"),
     ],

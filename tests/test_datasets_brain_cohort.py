@@ -7,7 +7,7 @@ from scipy.sparse.csgraph import shortest_path
 from sklearn.metrics import roc_auc_score
 
 from sklearn_ext.datasets import load_mice_connectomes, make_brain_cohort
-from sklearn_ext.network._connectome import matrices_to_vec, vec_to_matrices
+from sklearn_ext.utils._connectivity import matrices_to_vec, vec_to_matrices
 
 
 def _split(cohort):

@@ -11,10 +11,9 @@ from sklearn_ext.network import ConnectomeVectorizer, MuHLClassifier
 from sklearn_ext.network._connectome import (
     connectome_width,
     infer_n_nodes,
-    matrices_to_vec,
     split_connectome,
-    vec_to_matrices,
 )
+from sklearn_ext.utils._connectivity import matrices_to_vec, vec_to_matrices
 
 
 def _symmetric(n_subjects, n, seed=0):
@@ -144,6 +143,29 @@ def test_bad_networks_get_clear_errors():
         ConnectomeVectorizer().fit(A[0])
     with pytest.raises(ValueError, match="at least 2 are needed"):
         ConnectomeVectorizer().fit(np.ones((2, 1, 1)))
+    with pytest.raises(ValueError, match=r"Subject 0 has an empty array of shape"):
+        ConnectomeVectorizer().fit(np.ones((2, 0, 0)))
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (
+            lambda: vec_to_matrices(np.zeros((2, 7)), 5),
+            r"5 nodes \(discard_diagonal=True\) hold 10 connectivity values; "
+            r"got shape \(2, 7\)",
+        ),
+        (
+            lambda: split_connectome(np.zeros((2, 14)), 5, 1),
+            r"5 nodes with 1 feature\(s\) each .* have 15 columns; got X of "
+            r"shape \(2, 14\)",
+        ),
+        (lambda: split_connectome(np.zeros(15), 5, 1), r"got X of shape \(15,\)"),
+    ],
+)
+def test_rows_of_the_wrong_width_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
 
 
 def test_bad_time_series_get_clear_errors():

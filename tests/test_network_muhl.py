@@ -8,8 +8,9 @@ from sklearn.model_selection import GroupShuffleSplit
 
 from sklearn_ext.datasets import make_brain_cohort
 from sklearn_ext.network import MuHLClassifier
-from sklearn_ext.network._connectome import connectome_width, matrices_to_vec
+from sklearn_ext.network._connectome import connectome_width
 from sklearn_ext.network._muhl_nn import graph_spectrum, knn_incidence
+from sklearn_ext.utils._connectivity import matrices_to_vec
 
 
 def _random_graph(n, seed=0):
@@ -60,7 +61,9 @@ def test_node_count_comes_from_the_width():
 def test_a_width_that_fits_no_network_is_an_error_or_a_documented_fallback():
     rng = np.random.RandomState(0)
     X, y = rng.normal(size=(30, 4)), np.arange(30) % 2
-    with pytest.raises(ValueError, match="4 columns, which fits no network"):
+    with pytest.raises(ValueError, match="4 columns, which fits no network.*The "
+                       r"nearest widths that fit are 3 columns \(3 nodes\) or "
+                       r"6 columns \(4 nodes\)\."):  # fmt: skip
         MuHLClassifier(layout="connectome").fit(X, y)
     with pytest.warns(UserWarning, match="Falling back to one region per column"):
         clf = MuHLClassifier(max_iter=2, random_state=0).fit(X, y)
@@ -178,6 +181,14 @@ def test_bad_input_gets_clear_errors():
         MuHLClassifier().fit(X, np.zeros(10))
     with pytest.raises(ValueError, match="scales must be"):
         MuHLClassifier(scales=(1, -2)).fit(X, y)
+    # 5 regions with 2 features each: 20 columns; one short fits no network.
+    rows = np.hstack([X, rng.rand(10, 10)])
+    with pytest.raises(
+        ValueError,
+        match=r"19 columns, which fits no network.*\(= n \* 2\).*nearest widths "
+        r"that fit are 14 columns \(4 nodes\) or 20 columns \(5 nodes\)",
+    ):
+        MuHLClassifier(n_node_features=2, layout="connectome").fit(rows[:, :-1], y)
     clf = MuHLClassifier(max_iter=2, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:, :6])

@@ -148,8 +148,10 @@ def test_index_matches_the_maxsim_reference_full_and_compressed(fitted):
     top, top_scores = index.search(Q, k=5)
     assert top.shape == (30, 5) and np.all(np.diff(top_scores, axis=1) <= 0)
     assert (top[:, 0] == qids).mean() > 0.8
-    assert index.stored_bytes() == cq.index_bytes_(len(X), 40)
-    assert cq.index_bytes_(len(X), 40) == len(X) * 2 + 2 * 256 * 16 * 4 + 41 * 8
+    assert index.stored_bytes() == cq.index_bytes(len(X), 40)
+    assert cq.index_bytes(len(X), 40) == len(X) * 2 + 2 * 256 * 16 * 4 + 41 * 8
+    # A method, so not named like a fitted attribute (trailing underscore).
+    assert not hasattr(cq, "index_bytes_")
 
 
 def test_index_add_in_parts_equals_add_at_once(fitted):
@@ -193,6 +195,60 @@ def test_bad_input_gets_clear_errors(fitted):
     cq.transform(X)
     LateInteractionIndex(cq).add(X).search(Q)
     np.testing.assert_array_equal(X, before)  # inputs are never modified
+
+
+def _ids_above_2_24(kind):
+    """Tokens of 4 documents whose ids straddle 2**24, in one dtype."""
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(2**24 - 1, 2**24 + 3), 5)
+    tok = rng.normal(size=(20, 8)).astype(np.float32)
+    if kind == "float32":  # the ids went through float32 before they came
+        return np.column_stack([ids.astype(np.float32), tok])
+    return np.column_stack([ids, np.round(10 * tok)]).astype(np.int64)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        # Given as float32, 2**24 + 1 already reads 2**24: refused at 2**24.
+        (
+            lambda: LateInteractionIndex().add(_ids_above_2_24("float32")),
+            r"document id 16777216 \(row 5, column 0 of X\) is not below 2\*\*24"
+            r".*Pass X as float64",
+        ),
+        (
+            lambda: CrossQCompressor(2, n_epochs=0, device="cpu").fit(
+                _ids_above_2_24("float32")
+            ),
+            r"document id 16777216 \(row 5, column 0 of X\).*merged by a cast to "
+            "float32",
+        ),
+        # Given as integers, which the index would cast to float32: checked
+        # before the cast, the first id that would merge is named exactly.
+        (
+            lambda: LateInteractionIndex().add(_ids_above_2_24("int64")),
+            r"document id 16777217 \(row 10, column 0 of X\) is above 2\*\*24 = "
+            r"16777216.*the cast to float32 would merge them",
+        ),
+        (
+            lambda: (
+                LateInteractionIndex()
+                .add(_ids_above_2_24("int64").astype(np.float64))
+                .scores(_ids_above_2_24("float32")[5:8])
+            ),
+            r"query id 16777216 \(row 0, column 0 of Q\).*Pass Q as float64",
+        ),
+    ],
+)
+def test_ids_a_float_cannot_hold_exactly_are_refused(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_ids_above_2_24_are_kept_apart_in_float64():
+    X = _ids_above_2_24("int64").astype(np.float64)
+    index = LateInteractionIndex().add(X)
+    np.testing.assert_array_equal(index.doc_ids_, np.arange(2**24 - 1, 2**24 + 3))
 
 
 def test_no_constraint_on_the_dimension():

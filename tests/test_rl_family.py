@@ -3,6 +3,7 @@
 import importlib
 import itertools
 import pickle
+import subprocess
 import sys
 
 import numpy as np
@@ -22,7 +23,9 @@ from sklearn_ext.rl import (
     TabularQLearning,
     collect_returns,
 )
+from sklearn_ext.rl._base import check_env
 from sklearn_ext.rl._qlearning import _planner_success
+from sklearn_ext.rl._rollouts import lockstep_episodes, run_episodes
 
 
 def _random_mdp(rng, S=3, A=2, gamma=0.9):
@@ -180,7 +183,132 @@ def test_missing_gymnasium_names_the_extra(monkeypatch):
         importlib.import_module("sklearn_ext.rl._environments")
 
 
+# --- the one environment check --------------------------------------------------
+
+
+def test_rl_family_imports_and_checks_environments_without_gymnasium():
+    """Only the environments need gymnasium: the agents, the checker and the
+    rollouts import without it, and a rollout's check reads no space."""
+    code = (
+        "import sys; sys.modules['gymnasium'] = None\n"
+        "import sklearn_ext.rl\n"
+        "from sklearn_ext.rl._base import check_env\n"
+        "class Env:\n"
+        "    def reset(self, seed=None): return 0, {}\n"
+        "    def step(self, action): return 0, 1.0, True, False, {}\n"
+        "from sklearn_ext.rl._rollouts import episode_returns\n"
+        "print(episode_returns(lambda o: 0, Env(), 3, 0).tolist())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[1.0, 1.0, 1.0]"
+
+
+def test_check_env_reads_the_spaces_and_probes_a_copy():
+    env = BridgeWorld(width=3, slip=0.0)
+    env.reset(seed=0)
+    env.step(0)
+    before = pickle.dumps(env)
+    spec = check_env(
+        env, "Agent", actions=("Discrete",), observations=("Discrete",), probe=True
+    )
+    assert (spec.action_kind, spec.n_actions, spec.n_states) == ("Discrete", 2, 3)
+    assert spec.obs_encoding == ("discrete", (3,))
+    assert spec.reward_width == 1 and spec.info == {}
+    assert pickle.dumps(env) == before  # the probe stepped a copy
+
+
+class _BoxWorld(BridgeWorld):
+    def __init__(self):
+        super().__init__()
+        import gymnasium
+
+        self.observation_space = gymnasium.spaces.Box(0, 1, (2,))
+        self.action_space = gymnasium.spaces.MultiBinary(2)
+
+
+@pytest.mark.parametrize(
+    "env, kwargs, error, match",
+    [
+        (
+            np.zeros(3),
+            {"method": "fit", "takes": "an environment with costs"},
+            TypeError,
+            r"Agent\.fit takes an environment with costs; got ndarray\.",
+        ),
+        (
+            BridgeWorld(),
+            {"actions": ("Box", "MultiDiscrete")},
+            ValueError,
+            r"Agent needs a Box or MultiDiscrete action space; got Discrete\.",
+        ),
+        (
+            _BoxWorld(),
+            {"actions": ("Box", "Discrete", "MultiDiscrete")},
+            ValueError,
+            "needs a Box, Discrete or MultiDiscrete action space; got MultiBinary",
+        ),
+        (
+            _BoxWorld(),
+            {"observations": ("Discrete",)},
+            ValueError,
+            r"Agent needs a Discrete observation space; got Box\.",
+        ),
+        (
+            BridgeWorld(),
+            {"probe": True, "info": {"costs": "one cost per constraint"}},
+            ValueError,
+            r"info has no 'costs': Agent needs info\['costs'\], one cost per",
+        ),
+        (
+            BridgeWorld(),
+            {"vector_reward_space": True},
+            ValueError,
+            r"Agent needs an environment with vector rewards \(a reward_space",
+        ),
+    ],
+)
+def test_check_env_names_what_is_wrong(env, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        check_env(env, "Agent", **kwargs)
+
+
 # --- rollouts -------------------------------------------------------------------
+
+
+def test_run_episodes_batches_the_running_episodes_and_reports_each_step():
+    """One call of the policy per time step on the episodes still running; the
+    hook sees every transition once, in time order; the returns are the
+    discounted sums of the rewards it saw; lockstep_episodes records them."""
+    batches, steps = [], []
+
+    def act(observations):
+        batches.append(len(observations))
+        return np.zeros(len(observations), dtype=int)
+
+    def envs():
+        return [BridgeWorld(width=w, slip=0.1) for w in (2, 4, 6)]
+
+    returns = run_episodes(
+        act, envs(), [0, 1, 2], 50, gamma=0.5, on_step=lambda *t: steps.append(t)
+    )
+    assert batches[0] == 3 and batches == sorted(batches, reverse=True)
+    assert len(steps) == sum(batches)
+    for i in range(3):
+        mine = [t for t in steps if t[0] == i]
+        rewards = np.array([float(t[3]) for t in mine])
+        assert returns[i] == pytest.approx(
+            np.sum(rewards * 0.5 ** np.arange(len(mine)))
+        )
+        # Each transition starts where the previous one ended.
+        for before, after in itertools.pairwise(mine):
+            assert before[4] == after[1]
+        assert all(isinstance(t[2], int) for t in mine)
+    data, again = lockstep_episodes(act, envs(), [0, 1, 2], 50, gamma=0.5)
+    np.testing.assert_array_equal(again, returns)
+    assert data["episodes"] == [t[0] for t in steps]
+    assert data["terminals"] == [t[5] for t in steps]
 
 
 def test_collect_returns_is_reproducible_and_independent_of_n_jobs():

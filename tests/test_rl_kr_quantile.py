@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_param_validation
 
 from sklearn_ext.rl import KRQuantileRegressor, MOQuantileAgent
-from sklearn_ext.rl._kr_demo import copula_bandit
+from sklearn_ext.rl._kr_data import copula_bandit
 from sklearn_ext.rl._kr_quantile import vector_risk_of_draws
 from sklearn_ext.rl._rollouts import lockstep_episodes
 
@@ -165,11 +165,65 @@ def test_bad_taus_are_named(gaussian_fit, taus, match):
         ({"weights": [1.0, -1.0]}, "non-negative"),
         ({"measure": "var"}, "measure must be one of"),
         ({"alpha": 0.0}, r"alpha must be in \(0, 1\]"),
+        ({"n_draws": 0}, "n_draws must be a positive integer; got 0"),
     ],
 )
 def test_bad_risk_arguments_are_named(gaussian_fit, kwargs, match):
     with pytest.raises(ValueError, match=match):
         gaussian_fit.vector_risk([[0.0]], **kwargs)
+
+
+@pytest.mark.parametrize(
+    "draws, match",
+    [
+        (np.zeros(5), r"\(\.\.\., n_draws, n_outputs\).*got shape \(5,\)"),
+        (np.zeros((0, 2)), r"n_draws >= 1; got shape \(0, 2\)"),
+    ],
+)
+def test_bad_draws_are_named(draws, match):
+    with pytest.raises(ValueError, match=match):
+        vector_risk_of_draws(draws)
+
+
+def _refit_one_column(X, Y):
+    """A warm start on one column of y after a fit on two."""
+    model = KRQuantileRegressor(max_iter=2, warm_start=True, device="cpu")
+    return model.fit(X, Y).fit(X, Y[:, :1])
+
+
+@pytest.mark.parametrize(
+    "fit, match",
+    [
+        (
+            lambda X, Y: KRQuantileRegressor(max_iter=2).fit(X, Y.astype(str)),
+            "y must hold numbers.*got dtype <U",
+        ),
+        (_refit_one_column, r"n_outputs: 2 -> 1 changed since that fit"),
+        (
+            lambda X, Y: KRQuantileRegressor(max_iter=2).fit(X, Y[:, :, None]),
+            "dim 3",
+        ),
+    ],
+)
+def test_regressor_bad_fit_input_is_named(fit, match):
+    X, Y = _gaussian(40, np.random.default_rng(0))
+    before = (X.copy(), Y.copy())
+    with pytest.raises(ValueError, match=match):
+        fit(X, Y)
+    np.testing.assert_array_equal(X, before[0])
+    np.testing.assert_array_equal(Y, before[1])
+
+
+def test_a_single_column_is_the_single_output_case():
+    """One column of y is IQN, as a 1-D y: scikit-learn's multi-output
+    contract (check_supervised_y_2d) asks for the same predictions."""
+    X, Y = _gaussian(60, np.random.default_rng(0))
+    params = {"max_iter": 3, "random_state": 0, "device": "cpu"}
+    flat = KRQuantileRegressor(**params).fit(X, Y[:, 0])
+    column = KRQuantileRegressor(**params).fit(X, Y[:, :1])
+    assert flat.n_outputs_ == column.n_outputs_ == 1
+    assert flat.predict(X).shape == (60,) and column.predict(X).shape == (60, 1)
+    np.testing.assert_allclose(column.predict(X)[:, 0], flat.predict(X))
 
 
 # --- the agent ---------------------------------------------------------------

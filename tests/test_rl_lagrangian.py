@@ -14,7 +14,7 @@ from sklearn_ext.rl import (
     make_random_cmdp,
     multiplier_step,
 )
-from sklearn_ext.rl._lagrangian_demo import GRID_LIMITS, solves
+from sklearn_ext.rl._lagrangian_eval import GRID_LIMITS, solves
 from sklearn_ext.utils._sklearn_compat import InvalidParameterError
 
 gym = pytest.importorskip("gymnasium")
@@ -131,6 +131,20 @@ def test_tabular_bad_input_is_named():
         TabularLagrangian(critic="shared").fit(make_random_cmdp(random_state=0))
     with pytest.raises(InvalidParameterError, match="critic_lr"):
         TabularLagrangian(critic_lr=1.5).fit(make_random_cmdp(random_state=0))
+    # Costs uniform on [0, 1]: a negative limit can never be met.
+    cmdp = make_random_cmdp(random_state=0)
+    negative = TabularCMDP(
+        cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
+        costs=cmdp.costs, limits=[1.0, -0.2],
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"cmdp.limits\[1\] = -0.2 is negative"):
+        TabularLagrangian(max_iter=5).fit(negative)
+    # Where a cost can be negative (a credit), a negative limit is a real one.
+    credit = TabularCMDP(
+        cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
+        costs=cmdp.costs - 0.5, limits=[-1.0, -1.0],
+    )  # fmt: skip
+    assert _fit(credit, max_iter=5).n_iter_ == 5
 
 
 # --- the grid and the deep agent -----------------------------------------------
@@ -226,7 +240,15 @@ class _CostsEnv(gym.Env):
     "info, limits, match",
     [
         ({"costs": [0.1, 0.2]}, [1.0], "cost_limits has 1 entries; the environment"),
-        ({"costs": [0.1]}, [-1.0], "non-negative"),
+        (
+            {"costs": [0.1]},
+            [-1.0],
+            r"cost_limits\[0\] = -1 is negative, but the costs of constraint 0 "
+            "are non-negative, so its mean episode cost is at least 0",
+        ),
+        ({"costs": [0.1]}, [[1.0]], r"1-D list of finite numbers.*got \[\[1.0\]\]"),
+        ({"costs": [0.1]}, [np.nan], "cost_limits must be a 1-D list of finite"),
+        ({"costs": [0.1]}, ["a"], r"one limit per constraint; got \['a'\]"),
         ({}, [1.0], "no 'costs'"),
         ({"costs": [-0.5]}, [1.0], "negative costs"),
         ({"costs": [0.1]}, None, "needs cost_limits"),

@@ -89,6 +89,7 @@ def test_tabular_infeasible_constraints_are_reported_by_the_lp():
         ({"constraints": [1.0, 2.0]}, r"one limit per cost table \(1\); got 2"),
         ({"weights": [1.0, 1.0]}, "weights has 2 entries"),
         ({"weights": [1.0, -1.0, 1.0]}, "non-negative"),
+        ({"constraints": [-1.0]}, r"constraints\[0\] = -1 is negative, but the"),
     ],
 )
 def test_tabular_bad_parameters_are_named(params, match):
@@ -224,3 +225,6 @@ def test_env_bad_rewards_and_limits_are_named():
         ConstrainedMaxMinMORL(constraints=[0.5, 1.0], n_updates=1).fit(_Choice())
     with pytest.raises(ValueError, match="weights has 3 entries"):
         ConstrainedMaxMinMORL(weights=[1, 1, 1], n_updates=1).fit(_Choice())
+    with pytest.raises(ValueError, match=r"constraints\[0\] = -0.5 is negative.*"
+                       "mean episode cost is at least 0"):  # fmt: skip
+        ConstrainedMaxMinMORL(constraints=[-0.5], n_updates=1).fit(_Choice())

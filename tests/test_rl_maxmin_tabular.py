@@ -91,6 +91,8 @@ def test_infeasible_limits_name_the_least_achievable_cost():
         (None, "pass constraints"),
         ([1.0, 1.0], r"one limit per cost table \(1\); got 2"),
         ([np.nan], "NaN"),
+        # Non-negative costs: no policy's expected cost is below 0.
+        ([-0.1], r"constraints\[0\] = -0.1 is negative, but the costs of constr"),
     ],
 )
 def test_wrong_constraints_raise(constraints, match):
@@ -100,6 +102,13 @@ def test_wrong_constraints_raise(constraints, match):
             solve(mdp, constraints)
     with pytest.raises(ValueError, match=match):
         solve_weighted_lp(mdp, [0.5, 0.5], constraints)
+
+
+def test_a_negative_limit_is_a_real_constraint_where_costs_can_be_negative():
+    # Action 2 earns a cost of -1 (a credit): a limit of -0.5 on the expected
+    # discounted cost (-2 for action 2 always) is met by the LP, not refused.
+    sol = solve_maxmin_lp(_one_state(SHARED, [[[0.0, 0.0, -1.0]]]), [-0.5])
+    assert sol.constraint_values[0] <= -0.5 + 1e-9
 
 
 def test_constraints_without_costs_raise():

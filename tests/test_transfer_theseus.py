@@ -13,7 +13,7 @@ from sklearn.neural_network import MLPClassifier
 from torch import nn
 
 from sklearn_ext.transfer import TaskVectorTransporter, task_vector
-from sklearn_ext.transfer._demo import digits_transfer_task, fine_tune
+from sklearn_ext.transfer._digits_task import digits_transfer_task, fine_tune
 from sklearn_ext.unlearning import UnlearnableMLPClassifier
 from sklearn_ext.utils._sklearn_compat import InvalidParameterError
 

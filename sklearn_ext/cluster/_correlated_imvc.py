@@ -709,31 +709,3 @@ class CorrelatedVariationalIMVC(
             "n_iter_no_change": 11,
         }
         return params, 50_000
-
-    @classmethod
-    def _demo(cls):
-        """mfeat, 30% of the samples missing views: ours vs spectral clustering.
-
-        The model runs at its defaults on the whole data set (2,000 digits,
-        six views). The baseline is the strongest plain scikit-learn
-        clustering we found for these data: spectral clustering of a 15-nearest-
-        neighbour graph of the standardised, mean-imputed views (ACC 0.87,
-        against 0.63 for k-means and a diagonal Gaussian mixture, 0.67 for Ward).
-        """
-        from sklearn_ext.datasets import load_mfeat, mask_views
-        from sklearn_ext.utils import clustering_accuracy
-        from sklearn_ext.utils._clustering import spectral_baseline_labels
-
-        data = load_mfeat()
-        X = mask_views(data.data, data.views, 0.3, random_state=0)
-        model = cls(n_clusters=10, views=data.views, random_state=0).fit(X)
-        baseline = spectral_baseline_labels(X, 10)
-        return {
-            "data": "load_mfeat, 30% of samples missing views",
-            "metric": "ACC",
-            "score": clustering_accuracy(data.target, model.labels_),
-            "baseline": "SpectralClustering (15-NN graph) on standardised, "
-            "mean-imputed views",
-            "baseline_score": clustering_accuracy(data.target, baseline),
-            "greater_is_better": True,
-        }

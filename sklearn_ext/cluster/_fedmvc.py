@@ -9,8 +9,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.cluster import KMeans
 
+import sklearn_ext.cluster._fedmvc_protocol as protocol
 from sklearn_ext.base import MultiViewMixin, TorchDeviceMixin
-from sklearn_ext.cluster import _fedmvc_protocol as protocol
 from sklearn_ext.cluster._fedmvc_protocol import feature_transform
 from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._privacy import PrivacyLedger, calibrate_noise
@@ -144,20 +144,19 @@ class FederatedMultiViewClustering(
     since networks never leave a client. A sample's cluster is its nearest
     final global prototype in its client's embedding space.
 
-    **Measured choices and limits** (measured on the pipeline before the
-    private standardisation and DP-SGD; mfeat over 6 clients, see
-    ``benchmarks/bench_fedmvc.py`` and the user guide): the cross-view
-    InfoNCE is off by default (``view_weight=0``) because it lowered ACC
-    from 0.94 to 0.87; grouping the first prototypes in the 2-Wasserstein
-    geometry (means and spreads) instead of by their means lowered ACC under
-    label skew (0.62 against 0.74, 0.84 against 0.88 on two partitions), and
-    so did assigning samples by the prototypes' Gaussian densities instead
-    of the nearest mean (0.20 against 0.63 with noise_multiplier 5, whose
-    noise swamps the second moments); Hungarian (one-to-one) matching of the
-    co-occurrence table instead of the majority rule lowered it under skew
-    (0.59 against 0.70). Clients that hold different subsets of the views
-    embed them differently (their networks are never shared), so their
-    clusters agree less than those of clients with complete views.
+    **Design choices and limits** (tried during development on mfeat over 6
+    clients, on the pipeline before the private standardisation and DP-SGD;
+    those runs are not kept in the benchmarks): the cross-view InfoNCE is
+    off by default (``view_weight=0``) because it lowered the accuracy;
+    grouping the first prototypes in the 2-Wasserstein geometry (means and
+    spreads) instead of by their means lowered it under label skew, and so
+    did assigning samples by the prototypes' Gaussian densities instead of
+    the nearest mean (the noise of a private release swamps the second
+    moments); Hungarian (one-to-one) matching of the co-occurrence table
+    instead of the majority rule lowered it under skew. Clients that hold
+    different subsets of the views embed them differently (their networks
+    are never shared), so their clusters agree less than those of clients
+    with complete views. The user guide gives the benchmark's figures.
 
     Parameters
     ----------
@@ -201,14 +200,13 @@ class FederatedMultiViewClustering(
 
     pretrain_iter : int or "auto", default="auto"
         Epochs of local pretraining in round 2. "auto": without privacy at
-        least 200 optimiser steps and 10 epochs; with privacy none. Measured
-        (``benchmarks/results/fedmvc_privacy.md``, mfeat over 6 iid clients,
-        epsilon 8, 3 seeds): 10 epochs of DP-SGD pretraining and 2 local
-        epochs per round lowered ACC from 0.552 (no training) to 0.213,
-        because each client's gradient noise moves its embedding space away
-        from the others' (untrained, every client embeds with the same
-        shared initial weights, and the pooled prototypes mean the same
-        thing everywhere).
+        least 200 optimiser steps and 10 epochs; with privacy none: in
+        ``benchmarks/bench_fedmvc.py`` (privacy part, see the user guide)
+        DP-SGD pretraining (``pretrain_iter=10``, ``local_epochs=2``) lowers
+        the accuracy well below that of no training, because each client's
+        gradient noise moves its embedding space away from the others'
+        (untrained, every client embeds with the same shared initial
+        weights, and the pooled prototypes mean the same thing everywhere).
         Set both to train with DP-SGD; the training is accounted in
         ``epsilon_`` either way.
 
@@ -855,32 +853,3 @@ class FederatedMultiViewClustering(
             "epsilon": None,
         }
         return params, 40_000
-
-    @classmethod
-    def _demo(cls):
-        """A third of mfeat over 3 iid clients vs centralised spectral clustering.
-
-        Every third digit of ``load_mfeat`` (667 samples, all ten digits),
-        the model at its defaults but ``rounds=5``. The baseline is the
-        strongest plain scikit-learn clustering we found for mfeat (see
-        CorrelatedVariationalIMVC's demo), and it sees all the data in one
-        place, which the federation never does.
-        """
-        from sklearn_ext.datasets import load_mfeat
-        from sklearn_ext.utils import clustering_accuracy
-        from sklearn_ext.utils._clustering import spectral_baseline_labels
-
-        data = load_mfeat()
-        X, y = data.data[::3], data.target[::3]
-        model = cls(
-            n_clusters=10, views=data.views, n_clients=3, rounds=5, random_state=0
-        ).fit(X)
-        baseline = spectral_baseline_labels(X, 10)
-        return {
-            "data": f"load_mfeat[::3], 3 iid clients, epsilon={model.epsilon_:.1f}",
-            "metric": "ACC",
-            "score": clustering_accuracy(y, model.labels_),
-            "baseline": "SpectralClustering (15-NN graph), all data in one place",
-            "baseline_score": clustering_accuracy(y, baseline),
-            "greater_is_better": True,
-        }

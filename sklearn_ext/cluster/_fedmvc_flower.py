@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sklearn_ext.cluster import _fedmvc_protocol as protocol
+import sklearn_ext.cluster._fedmvc_protocol as protocol
 
 # ``server_app`` and ``client_app``, the components a deployed run loads, are
 # built on access (module ``__getattr__``, so that importing this module needs
@@ -809,6 +809,6 @@ def run_flower(specs, server, rounds, *, simulation=False):
 if __name__ == "__main__":
     # The Simulation Runtime's process. Its apps come from the imported
     # module (not from __main__) so that Ray's workers can load them.
-    from sklearn_ext.cluster import _fedmvc_flower
+    from sklearn_ext.cluster._fedmvc_flower import _simulate
 
-    _fedmvc_flower._simulate(sys.argv[1], int(sys.argv[2]))
+    _simulate(sys.argv[1], int(sys.argv[2]))

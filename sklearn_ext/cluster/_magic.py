@@ -652,40 +652,6 @@ class MAGICClustering(
             "device": "cpu",
         }
 
-    _demo_seconds = 5  # one core; orders `make demo` (longest first)
-
-    @classmethod
-    def _demo(cls):
-        """Generated images with noisy descriptions: ours vs k-means on the text.
-
-        ``make_multigranular`` at its defaults (900 samples, 9 classes, three
-        description granularities, the finest wrong for 20% of the samples).
-        The baseline is the strongest plain scikit-learn clustering we found
-        for these data: k-means on the finest descriptions alone (ACC 0.65
-        over 5 seeds, against 0.58 for k-means on all views concatenated, 0.50
-        for TAC-style concatenation and 0.43 for spectral clustering of the
-        image; ``benchmarks/bench_magic.py``).
-        """
-        from sklearn.cluster import KMeans
-        from sklearn.preprocessing import StandardScaler
-
-        from sklearn_ext.datasets import make_multigranular
-        from sklearn_ext.utils import clustering_accuracy
-
-        X, y, views = make_multigranular(random_state=0)
-        model = cls(n_clusters=9, views=views, random_state=0).fit(X)
-        fine = StandardScaler().fit_transform(X[:, -views[-1] :])
-        baseline = KMeans(9, n_init=10, random_state=0).fit_predict(fine)
-        return {
-            "data": "make_multigranular (image + 3 description granularities)",
-            "metric": "ACC",
-            "score": clustering_accuracy(y, model.labels_),
-            "baseline": "KMeans on the finest descriptions (strongest plain "
-            "baseline; image-only KMeans is far weaker)",
-            "baseline_score": clustering_accuracy(y, baseline),
-            "greater_is_better": True,
-        }
-
     @classmethod
     def _gpu_check_params(cls):
         params = {

@@ -66,7 +66,8 @@ def patch_grid(image_shape, patch_size, stride):
     if ph > height or patch_size > width:
         raise ValueError(
             f"patch_size={patch_size} is larger than the image of shape "
-            f"{tuple(image_shape)}."
+            f"{tuple(image_shape)}; pass patch_size <= "
+            f"{width if height == 1 else min(height, width)}."
         )
     if stride > patch_size:
         raise ValueError(
@@ -106,7 +107,8 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         Height and width of the images, whose pixels are the rows of X in
         row-major order. None takes a square image when the number of
         features is a perfect square at least ``patch_size**2`` (8 x 8 for
-        scikit-learn's digits), else a 1-D signal of height 1.
+        scikit-learn's digits), else a 1-D signal of height 1; a square
+        smaller than the patch is a ValueError (pass the shape).
     patch_size : int, default=4
         Side of the square patches.
     stride : int, default=2
@@ -253,6 +255,15 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
             side = math.isqrt(n_features)
             if side * side == n_features and side >= self.patch_size:
                 return (side, side)
+            if side * side == n_features and side > 1:
+                # A square image smaller than the patch, or a 1-D signal?
+                raise ValueError(
+                    f"X has {n_features} features, a {side} x {side} image, "
+                    f"smaller than patch_size={self.patch_size}: pass "
+                    f"patch_size <= {side} (and stride <= patch_size), or "
+                    f"image_shape=(1, {n_features}) to read each row as a 1-D "
+                    "signal."
+                )
             return (1, n_features)
         shape = tuple(self.image_shape)
         if len(shape) != 2 or not all(
@@ -459,6 +470,11 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         }
 
     @classmethod
+    def _gpu_check_params(cls):
+        # 15 agents per 32-pixel signal, 10 ADMM iterations, batches of 1024.
+        return {"batch_size": 1024, "max_iter": 3, "tol": 0.0}, 20_000
+
+    @classmethod
     def _get_test_params(cls):
         return {
             "patch_size": 1,
@@ -469,25 +485,4 @@ class SheafADMMClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
             "hidden": 8,
             "max_iter": 20,
             "device": "cpu",
-        }
-
-    _demo_seconds = 15  # one core; orders `make demo` (longest first)
-
-    @classmethod
-    def _demo(cls):
-        from sklearn.datasets import load_digits
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import train_test_split
-
-        X, y = load_digits(return_X_y=True)
-        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, random_state=0)
-        ours = cls(random_state=0).fit(X_tr, y_tr).score(X_te, y_te)
-        base = LogisticRegression(max_iter=2000).fit(X_tr, y_tr).score(X_te, y_te)
-        return {
-            "data": "load_digits (8x8), 30% held out",
-            "metric": "accuracy",
-            "score": ours,
-            "baseline": "LogisticRegression",
-            "baseline_score": base,
-            "greater_is_better": True,
         }

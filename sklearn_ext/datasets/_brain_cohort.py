@@ -11,6 +11,7 @@ from sklearn.utils import Bunch, check_random_state
 from threadpoolctl import threadpool_limits
 
 from sklearn_ext.datasets._mice import load_mice_connectomes
+from sklearn_ext.utils._connectivity import matrices_to_vec
 from sklearn_ext.utils._sklearn_compat import Interval, StrOptions, validate_params
 
 __all__ = ["make_brain_cohort"]
@@ -315,9 +316,6 @@ def make_brain_cohort(
             f"k={k} must be at most n_planted={n_planted}: patients have at least "
             "k affected planted nodes."
         )
-    # Imported here: the network subpackage is not needed until now.
-    from sklearn_ext.network._connectome import matrices_to_vec
-
     rng = check_random_state(random_state)
 
     # 1. Template.

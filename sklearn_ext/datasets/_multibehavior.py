@@ -209,10 +209,11 @@ def make_multibehavior(
        ``n_items``) distinct items, drawn without replacement with probability
        proportional to ``exp(s_ui / 0.5)`` (Gumbel-top-k trick [1]_): an
        informative but broad signal of preference (forty views against five
-       buys at the defaults). The temperature 0.5 makes a genuine view as
-       preference-driven as a purchase; at temperature 1 genuine views are so
-       diffuse that even the true factors tell them from uniform clicks with
-       an AUC of only 0.79 (0.90 at 0.5).
+       buys at the defaults). The temperature ``0.5`` makes a genuine view as
+       preference-driven as a purchase; at temperature ``1`` genuine views are
+       so diffuse that even the true factors tell them from uniform clicks
+       poorly (a check made when the generator was written, not kept in the
+       benchmarks).
     3. Buys: user ``u`` buys ``2 + Poisson(n_buys - 2)`` (at most
        ``n_items // 2``) distinct items, drawn without replacement over all
        items with probability proportional to ``exp(s_ui / 0.5 + 1.5 viewed_ui)``:
@@ -264,10 +265,11 @@ def make_multibehavior(
         Mean number of items a user buys, at least 2.
     popularity_skew : float, default=0.5
         Standard deviation of the log-popularity ``b_i``; 0 makes every item
-        equally popular a priori. At 1, popularity alone ranks the held-out
-        purchases better than a LightGCN on the purchases (NDCG@10 0.165
-        against 0.152 at 2000 x 1500), unlike in real purchase logs; 0.5
-        keeps a popularity head in which personal preference still matters.
+        equally popular a priori. At ``1``, popularity alone ranked the
+        held-out purchases better than a LightGCN on the purchases (a check
+        made when the generator was written, not kept in the benchmarks),
+        unlike in real purchase logs; ``0.5`` keeps a popularity head in which
+        personal preference still matters.
     holdout : {"pre-purchase", "remove"}, default="pre-purchase"
         Which auxiliary interactions with the held-out item are deleted: those
         after the purchase, or all of them.

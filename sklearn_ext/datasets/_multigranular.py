@@ -90,8 +90,8 @@ def make_multigranular(
     nonlinearity (:math:`x = u + 0.5 \tanh u` for the mixed :math:`u`), plus
     :math:`N(0, 0.1^2)` pixel noise. The nuisance carries about as much
     variance as the semantics, which is what misleads k-means on the image
-    alone (a linear classifier trained on the labels reaches about 0.8
-    accuracy from the image, k-means about 0.4).
+    alone (its ACC at the defaults: :claim:`magic_gen.kmeans_image_acc`,
+    ``benchmarks/bench_magic.py``).
 
     **Text views** (one per granularity, ``text_dim + n_irrelevant`` columns
     each). At each granularity, independently, the describer names the true

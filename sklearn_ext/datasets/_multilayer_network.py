@@ -204,8 +204,8 @@ def make_multilayer_network(
         (see above); needs ``directed=True``.
     community_separation : float, default=2.0
         Root-mean-square norm of the community centres, against the
-        within-community standard deviation 0.3 of the factors: the larger,
-        the more distinct the communities.
+        within-community standard deviation of the factors (``0.3``): the
+        larger, the more distinct the communities.
     random_state : int, RandomState instance or None, default=None
         Seed or generator of every random draw.
 

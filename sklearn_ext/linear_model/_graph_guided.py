@@ -70,13 +70,10 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
       which removes the variance of the edge sampling at the optimum. Its
       automatic step is ``RIP_STEP = 0.2`` times prox-SGD's.
 
-    Which solver: on one machine prox-SGD was ahead at every size measured
-    (``benchmarks/bench_graph_guided.py``: 1e-3 relative suboptimality in 1.0
-    and 1.5 s against RIP's 7.0 and 8.5 s on 30 tasks at 1e4 and 1e6 samples;
-    after 30 s on 1e3 and 1e4 tasks with about 5 edges per task and 1e6
-    samples, 2.1e-3 against 4.5e-2 and 0.22 against 2.9), because its prox
-    passes information across the whole graph at every iteration while RIP
-    moves each task along one edge. RIP is meant for
+    Which solver: on one machine prox-SGD was ahead at every size
+    ``benchmarks/bench_graph_guided.py`` measures (the figures are in the
+    user guide), because its prox passes information across the whole graph
+    at every iteration while RIP moves each task along one edge. RIP is meant for
     decentralised settings, where a task (a client, a sensor) may exchange
     with one neighbour per round and a full graph prox is not available; its
     iteration costs O(edges drawn) communication.
@@ -139,10 +136,9 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
         apply to the coefficients of the standardised features (as glmnet's
         ``standardize=TRUE``); ``coef_`` and ``intercept_`` are reported on the
         original scale. It makes the automatic step, and so the defaults,
-        work on unscaled data (raw ``load_diabetes(scaled=False)``, a quarter
-        held out: test R^2 0.358 after 1900 iterations, least squares 0.359;
-        unstandardised, 0.215 at max_iter). False penalises the
-        original-scale coefficients.
+        work on unscaled data (the user guide compares both settings on
+        ``load_diabetes(scaled=False)``). False penalises the original-scale
+        coefficients.
     batch_size : int, default=8
         Samples drawn (with replacement) from each task per iteration.
     eta0 : "auto" or float, default="auto"
@@ -176,11 +172,8 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
         moves by less than ``inner_tol / sqrt(t + 1)`` relative to the prox's
         displacement ``|prox(V) - V|``: the error of the inexact prox then
         shrinks like ``eta_t^2``, faster than the step, and leaves no floor
-        (tested up to 1e5 iterations). 0.3 reached the accuracy of 0.01 in a
-        third of the time on the benchmark's 30-task graph, but on its
-        1000-task graph 0.01 went further in the same time (6.5e-4 against
-        2.1e-3 relative suboptimality after about 15-30 s): lower it on large
-        graphs.
+        (tested up to 1e5 iterations). A smaller value makes each prox more
+        exact and more costly.
     device : str or torch.device, default="auto"
         Where the iterations run. The CPU path is numpy (float64) and does not
         import torch; "cuda" (or "cuda:N", a ``torch.device``) runs the same

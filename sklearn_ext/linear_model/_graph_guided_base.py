@@ -15,7 +15,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 
@@ -512,47 +512,6 @@ class _BaseGraphGuided(TorchDeviceMixin, BaseEstimator):
         params = {"batch_size": 16384, "max_iter": 300, "tol": None, "random_state": 0}
         return params, 200_000
 
-    @classmethod
-    def _demo_model(cls, graph, classify):
-        """The demo's estimator (unfitted) and what to add to its data label."""
-        alpha = 0.02 if classify else 0.1
-        return cls(alpha=alpha, graph=graph, task_column=0, random_state=0), ""
-
-    @classmethod
-    def _demo(cls):
-        """Planted task groups, few noisy samples per task: graph vs plain fits."""
-        from sklearn.model_selection import train_test_split
-
-        from sklearn_ext.datasets import make_graph_multitask
-
-        classify = issubclass(cls, ClassifierMixin)
-        data = make_graph_multitask(
-            n_samples_per_task=40,
-            noise=3.0,
-            group_scale=0.5,
-            task_type="binary" if classify else "regression",
-            random_state=0,
-        )
-        X_train, X_test, y_train, y_test = train_test_split(
-            data.data,
-            data.target,
-            test_size=0.5,
-            random_state=0,
-            stratify=data.data[:, 0],
-        )
-        model, extra = cls._demo_model(data.adjacency, classify)
-        model.fit(X_train, y_train)
-        baselines = _demo_baselines(X_train, y_train, X_test, y_test, classify)
-        best = max(baselines, key=baselines.get)
-        return {
-            "data": "make_graph_multitask: 30 tasks, 3 groups, 20 train/task" + extra,
-            "metric": "accuracy" if classify else "R2",
-            "score": model.score(X_test, y_test),
-            "baseline": f"{best} (best of {len(baselines)})",
-            "baseline_score": baselines[best],
-            "greater_is_better": True,
-        }
-
 
 def _other_columns(c, n_columns):
     """Selector of every column but ``c``."""
@@ -585,62 +544,3 @@ def _feature_moments(X, feats, weights, chunk=65536):
         dev = X[rows][:, feats] - mean
         var = var + w[rows] @ (dev * dev)
     return mean, var / total
-
-
-def _task_interactions(encoder, X):
-    """Columns ``[one-hot task, one-hot task x features]`` of X (task in column 0)."""
-    onehot = encoder.transform(X[:, :1])
-    products = onehot[:, :, None] * X[:, None, 1:]
-    return np.hstack([onehot, products.reshape(len(X), -1)])
-
-
-def _demo_baselines(X_train, y_train, X_test, y_test, classify):
-    """Test scores of plain scikit-learn fits of the demo's data, by name.
-
-    Three ways to use the task column (column 0) without the graph: a model
-    per task; one pooled model with the task one-hot encoded (per-task
-    intercepts, shared weights); one model over the task x feature
-    interactions (per-task weights under one penalty, chosen by
-    cross-validation for all tasks together).
-    """
-    from sklearn.linear_model import LogisticRegression, RidgeCV
-    from sklearn.model_selection import GridSearchCV
-    from sklearn.preprocessing import OneHotEncoder
-
-    if classify:
-        name, per_task = "LogisticRegression", LogisticRegression
-
-        def tuned():
-            return GridSearchCV(LogisticRegression(), {"C": np.logspace(-2, 1, 5)})
-
-    else:
-        name = "RidgeCV"
-
-        def per_task():
-            return RidgeCV(alphas=np.logspace(-2, 3, 11))
-
-        tuned = per_task
-    encoder = OneHotEncoder(sparse_output=False).fit(X_train[:, :1])
-    designs = {
-        "pooled + task one-hot": lambda X: np.hstack(
-            [encoder.transform(X[:, :1]), X[:, 1:]]
-        ),
-        "on task x feature": lambda X: _task_interactions(encoder, X),
-    }
-    scores = {}
-    for label, design in designs.items():
-        fit = tuned().fit(design(X_train), y_train)
-        scores[f"{name} {label}"] = float(fit.score(design(X_test), y_test))
-    tasks_train, tasks_test = X_train[:, 0], X_test[:, 0]
-    predicted = np.empty(len(y_test), dtype=y_test.dtype)
-    for t in np.unique(tasks_train):
-        train, test = tasks_train == t, tasks_test == t
-        fit = per_task().fit(X_train[train, 1:], y_train[train])
-        predicted[test] = fit.predict(X_test[test, 1:])
-    if classify:
-        scores[f"{name} per task"] = float(np.mean(predicted == y_test))
-    else:
-        from sklearn.metrics import r2_score
-
-        scores[f"{name} per task"] = float(r2_score(y_test, predicted))
-    return scores

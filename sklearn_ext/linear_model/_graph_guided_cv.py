@@ -57,8 +57,7 @@ class GraphGuidedRegressorCV(GraphGuidedRegressor):
         Size of the default grid.
     eps : float, default=1e-2
         Ratio of the smallest to the largest strength of the default grid.
-        At 1e-2 the tasks are nearly independent already (on the demo's data
-        the held-out error at ``alpha_max / 100`` is 1.5 times the best); the
+        At ``eps=1e-2`` the tasks are nearly independent already; the
         stochastic fits at smaller strengths barely settle and cost the most.
     cv : int, cross-validation generator or iterable, default=None
         Folds. None or an int (default 5) split every task across the folds
@@ -192,12 +191,6 @@ n_features_in_, feature_names_in_
     def _gpu_check_params(cls):
         params, n_samples = super()._gpu_check_params()
         return {**params, "max_iter": 100, "n_alphas": 2, "cv": 2}, n_samples
-
-    @classmethod
-    def _demo_model(cls, graph, classify):
-        """The regressor's demo, alpha chosen on 4 strengths x 3 folds."""
-        model = cls(graph=graph, task_column=0, n_alphas=4, cv=3, random_state=0)
-        return model, "; 4 alphas x 3 folds"
 
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc

@@ -209,8 +209,8 @@ def _fit_predictors(problems, n_landmarks, quantiles, max_iter, random_state):
     for level in range(n_landmarks):
         X, Y, _ = _training_rows(problems, level)
         per_level = {}
-        for q in (None, *quantiles):
-            kw = {"loss": "quantile", "quantile": q} if q is not None else {}
+        for q in ("mean", *quantiles):
+            kw = {"loss": "quantile", "quantile": q} if q != "mean" else {}
             per_level[q] = [
                 HistGradientBoostingRegressor(
                     max_iter=max_iter,
@@ -235,7 +235,7 @@ def _row_deltas(models, quantile, err, time, sizes):
         X = _features(err[i : i + 1], time[i : i + 1], sizes[i : i + 1], level)
         return tuple(
             np.array([m.predict(X)[0] for m in models[level][q]])
-            for q in (None, quantile)
+            for q in ("mean", quantile)
         )
 
     return deltas
@@ -253,7 +253,7 @@ def _table_deltas(models, quantile, problem):
             X = _features(err, time, problem.sizes, level)
             table[level] = tuple(
                 np.column_stack([m.predict(X) for m in models[level][q]])
-                for q in (None, quantile)
+                for q in ("mean", quantile)
             )
         return table[level][0][i], table[level][1][i]
 
@@ -394,6 +394,22 @@ def _replay(
     return finish(problem, np.flatnonzero(level == problem.n_levels - 1))
 
 
+def _check_rows(datasets, n_datasets):
+    """``datasets`` as row indices of an LCDB Bunch of ``n_datasets`` rows."""
+    rows = np.asarray(list(datasets))
+    if rows.size and (
+        rows.ndim != 1
+        or not np.issubdtype(rows.dtype, np.integer)
+        or rows.min() < 0
+        or rows.max() >= n_datasets
+    ):
+        raise ValueError(
+            f"datasets must be row indices of learning_curves, integers in "
+            f"[0, {n_datasets}); got {datasets!r}."
+        )
+    return rows.tolist()
+
+
 class MetaAllocationPolicy(BaseEstimator):
     """LAMPS' budget allocation policy, meta-learned from learning curves.
 
@@ -421,7 +437,7 @@ class MetaAllocationPolicy(BaseEstimator):
         objectives a candidate is judged by.
     thresholds : tuple of float, default=(0.01, 0.02, 0.03)
         Candidate stopping thresholds on the optimistic hypervolume gain
-        (normalised hypervolume, reference 1.1).
+        (normalised hypervolume, reference point ``1.1``).
     cost_exponent : float, default=1.0
         The action's score divides the gain by its predicted cost to this
         power.
@@ -440,7 +456,7 @@ class MetaAllocationPolicy(BaseEstimator):
     Attributes
     ----------
     models_ : list of dict
-        Per landmark, ``{None: mean, q: quantile}`` regressors of the full
+        Per landmark, ``{"mean": mean, q: quantile}`` regressors of the full
         error and log10 fit time (deltas from the landmark).
     quantile_, threshold_ : float
         The parameters the policy search chose.
@@ -476,10 +492,14 @@ class MetaAllocationPolicy(BaseEstimator):
     True
     """
 
-    _not_a_data_estimator = "fit takes a meta-dataset of learning curves, not (X, y)"
+    _not_a_data_estimator = (
+        "fit takes a meta-dataset of learning curves (an LCDB Bunch or a list of "
+        "LandmarkProblem), not (X, y): scikit-learn's data checks do not apply; "
+        "tests/test_family_contracts.py checks clone, parameter validation, "
+        "pickling, skops, set_params and bad input"
+    )
     _paper = "LAMPS: LAnguage Model Pareto Selection, ICML 2026"
     _bench_name = "lamps"
-    _demo_seconds = 8
 
     _parameter_constraints: dict = {
         "landmarks": [tuple, list],
@@ -512,6 +532,13 @@ class MetaAllocationPolicy(BaseEstimator):
         self.n_splits = n_splits
         self.max_iter = max_iter
         self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        # fit takes learning curves, not a table: outside scikit-learn's data
+        # checks (see _not_a_data_estimator).
+        tags = super().__sklearn_tags__()
+        tags._skip_test = True
+        return tags
 
     def problem(self, lcdb, dataset):
         """The :class:`LandmarkProblem` of one LCDB data set at ``landmarks``.
@@ -563,6 +590,11 @@ class MetaAllocationPolicy(BaseEstimator):
         """
         self._check()
         if isinstance(learning_curves, (list, tuple)):
+            if datasets is not None:
+                raise ValueError(
+                    "datasets selects rows of an LCDB Bunch; with a list of "
+                    "LandmarkProblem, pass only the problems to learn from."
+                )
             problems = [p for p in learning_curves if p is not None]
             if not all(isinstance(p, LandmarkProblem) for p in problems):
                 raise TypeError(
@@ -570,10 +602,11 @@ class MetaAllocationPolicy(BaseEstimator):
                     "LandmarkProblem."
                 )
         elif hasattr(learning_curves, "final_error"):
+            n_datasets = len(learning_curves.final_error)
             rows = (
-                range(len(learning_curves.final_error))
+                range(n_datasets)
                 if datasets is None
-                else datasets
+                else _check_rows(datasets, n_datasets)
             )
             problems = [self.problem(learning_curves, d) for d in rows]
             problems = [p for p in problems if p is not None]
@@ -652,6 +685,27 @@ class MetaAllocationPolicy(BaseEstimator):
             exhaustive search.
         """
         check_is_fitted(self, "models_")
+        if not isinstance(problem, LandmarkProblem):
+            raise TypeError(
+                "problem must be a LandmarkProblem (see MetaAllocationPolicy."
+                f"problem); got {type(problem).__name__}."
+            )
+        if problem.n_levels != len(self.models_) + 1:
+            raise ValueError(
+                f"problem has {problem.n_levels - 1} landmarks; the policy was "
+                f"fitted on {len(self.models_)}."
+            )
+        if budget is not None:
+            if isinstance(budget, bool) or not isinstance(budget, Real):
+                raise TypeError(
+                    "budget must be a number (a fraction of the predicted full "
+                    f"cost) or None; got {type(budget).__name__}."
+                )
+            if not budget > 0:
+                raise ValueError(
+                    "budget must be a positive fraction of the predicted full "
+                    f"cost, or None; got {budget!r}."
+                )
         return _replay(
             problem,
             self.models_,
@@ -664,10 +718,3 @@ class MetaAllocationPolicy(BaseEstimator):
     @classmethod
     def _get_test_params(cls):
         return {"quantiles": (0.05,), "thresholds": (0.02,), "max_iter": 20}
-
-    @classmethod
-    def _demo(cls):
-        """LCDB: learn on 70% of the data sets, search the other 30%."""
-        from sklearn_ext.model_selection._lamps_demo import policy_demo
-
-        return policy_demo(cls)

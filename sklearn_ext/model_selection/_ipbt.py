@@ -14,7 +14,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn import get_config
 from sklearn.base import is_classifier, is_regressor
-from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
+from sklearn.exceptions import FitFailedWarning
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit, check_cv
 from sklearn.utils import check_random_state, indexable
@@ -718,71 +718,4 @@ class IPBTSearchCV(BaseSearchCV):
             "population_size": 4,
             "budget": 24,
             "random_state": 0,
-        }
-
-    @classmethod
-    def _demo(cls):
-        """Covertype-like data, MLP: IPBT against random search, equal epochs."""
-        import warnings
-
-        from scipy.stats import loguniform, uniform
-        from sklearn.model_selection import RandomizedSearchCV, train_test_split
-        from sklearn.neural_network import MLPClassifier
-
-        from sklearn_ext.model_selection._toy import _covertype_like
-
-        # The benchmark's covertype-like task (54 features, 7 classes), where a
-        # first run stalls early and a restarted population overtakes it.
-        X, y = _covertype_like()
-        X_train, X_test, y_train, y_test = train_test_split(
-            X, y, test_size=0.25, stratify=y, random_state=0
-        )
-        # Early stopping off: every candidate trains exactly its epochs.
-        mlp = MLPClassifier(
-            (64,), solver="sgd", batch_size=64, n_iter_no_change=10_000, random_state=0
-        )
-        space = {
-            "learning_rate_init": loguniform(1e-4, 0.3),
-            "momentum": uniform(0.0, 0.99),
-            "alpha": loguniform(1e-6, 1e-1),
-        }
-        steps = 40  # epochs per member; both searches train 8 x 40 epochs
-        validation = [
-            next(
-                StratifiedShuffleSplit(1, test_size=0.2, random_state=0).split(
-                    X_train, y_train
-                )
-            )
-        ]
-        ipbt = cls(
-            mlp,
-            space,
-            population_size=8,
-            budget=8 * steps,
-            cv=validation,
-            random_state=0,
-        ).fit(X_train, y_train)
-        baseline = RandomizedSearchCV(
-            mlp.set_params(max_iter=steps),
-            space,
-            n_iter=8,
-            cv=validation,
-            random_state=0,
-        )
-        with warnings.catch_warnings():
-            # Equal budgets: each candidate trains exactly `steps` epochs, so
-            # MLP's "maximum iterations reached" is the plan (as it is for the
-            # IPBT members, whose search silences it), not a failure.
-            warnings.filterwarnings(
-                "ignore", "Stochastic Optimizer: Maximum iterations", ConvergenceWarning
-            )
-            baseline.fit(X_train, y_train)
-        return {
-            "data": "covertype-like make_classification (54 features, 7 classes), "
-            "MLP, 8 x 40 epochs",
-            "metric": "test accuracy",
-            "score": ipbt.score(X_test, y_test),
-            "baseline": "RandomizedSearchCV",
-            "baseline_score": baseline.score(X_test, y_test),
-            "greater_is_better": True,
         }

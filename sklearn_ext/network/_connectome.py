@@ -1,4 +1,8 @@
-"""Brain networks as rows: the vectorised connectivity layout and its vectorizer."""
+"""Brain networks as rows: the layout's widths and node features, the vectorizer.
+
+The vectorisation of symmetric matrices itself (nilearn's layout) is shared with
+the datasets, in :mod:`sklearn_ext.utils._connectivity`.
+"""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -10,6 +14,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
+from sklearn_ext.utils._connectivity import (
+    matrices_to_vec,
+    tril_mask,
+    vec_to_matrices,
+)
 from sklearn_ext.utils._sklearn_compat import (
     HasMethods,
     Interval,
@@ -21,19 +30,8 @@ __all__ = [
     "ConnectomeVectorizer",
     "connectome_width",
     "infer_n_nodes",
-    "matrices_to_vec",
     "split_connectome",
-    "vec_to_matrices",
 ]
-
-_SQRT2 = math.sqrt(2.0)
-
-
-def _tril_mask(n_nodes, discard_diagonal):
-    """The lower-triangle mask whose row-major order is nilearn's layout."""
-    return np.tril(
-        np.ones((n_nodes, n_nodes), dtype=bool), k=-1 if discard_diagonal else 0
-    )
 
 
 def connectome_width(n_nodes, n_node_features=0, discard_diagonal=True):
@@ -60,39 +58,41 @@ def infer_n_nodes(n_features, n_node_features=0, discard_diagonal=True):
     return None
 
 
-def matrices_to_vec(matrices, discard_diagonal=True):
-    """Rows of the lower triangles of symmetric matrices, in nilearn's layout.
+def layout_mismatch(n_features, n_node_features=0, discard_diagonal=True):
+    """Say why ``n_features`` columns fit no layout, and which widths would.
 
-    The same values, in the same order, as nilearn's
-    ``sym_matrix_to_vec(matrices, discard_diagonal)``: the lower triangle
-    row by row; a kept diagonal is divided by sqrt(2) (so that the Euclidean
-    norm of a row is the Frobenius norm of its matrix over sqrt(2)).
+    Parameters
+    ----------
+    n_features : int
+        Columns of the rows, fitting no node count.
+    n_node_features : int, default=0
+    discard_diagonal : bool, default=True
+
+    Returns
+    -------
+    str
+        The layout's rule and the nearest widths below and above that fit,
+        each with its node count.
     """
-    matrices = np.asarray(matrices)
-    n_nodes = matrices.shape[-1]
-    mask = _tril_mask(n_nodes, discard_diagonal)
-    vec = matrices[..., mask].astype(np.float64, copy=True)
-    if not discard_diagonal:
-        rows, cols = np.nonzero(mask)
-        vec[..., rows == cols] /= _SQRT2
-    return vec
+    f = n_node_features
 
+    def width(m):
+        return connectome_width(m, f, discard_diagonal)
 
-def vec_to_matrices(vec, n_nodes, discard_diagonal=True):
-    """The symmetric matrices of rows in nilearn's layout (inverse of the above).
-
-    A discarded diagonal comes back as zeros.
-    """
-    vec = np.asarray(vec, dtype=np.float64)
-    mask = _tril_mask(n_nodes, discard_diagonal)
-    rows, cols = np.nonzero(mask)
-    values = vec.copy()
-    if not discard_diagonal:
-        values[..., rows == cols] *= _SQRT2
-    out = np.zeros((*vec.shape[:-1], n_nodes, n_nodes))
-    out[..., rows, cols] = values
-    out[..., cols, rows] = values
-    return out
+    above = 2  # the smallest node count wider than n_features
+    while width(above) <= n_features:
+        above += 1
+    fits = [m for m in (above - 1, above) if m >= 2]
+    nearest = " or ".join(
+        f"{width(m)} column{'s' * (width(m) > 1)} ({m} nodes)" for m in fits
+    )
+    n_diag = "n (n - 1) / 2" if discard_diagonal else "n (n + 1) / 2"
+    return (
+        f"X has {n_features} columns, which fits no network: a row holds "
+        f"{n_diag} connectivity values plus n * n_node_features (= n * {f}) node "
+        f"features for some n >= 2 nodes (discard_diagonal={discard_diagonal}). "
+        f"The nearest widths that fit are {nearest}."
+    )
 
 
 def split_connectome(X, n_nodes, n_node_features=0, discard_diagonal=True):
@@ -112,6 +112,13 @@ def split_connectome(X, n_nodes, n_node_features=0, discard_diagonal=True):
         Node-major: node 0's features first.
     """
     n_edges = connectome_width(n_nodes, 0, discard_diagonal)
+    width = connectome_width(n_nodes, n_node_features, discard_diagonal)
+    if np.ndim(X) != 2 or X.shape[1] != width:
+        raise ValueError(
+            f"Rows of {n_nodes} nodes with {n_node_features} feature(s) each "
+            f"(discard_diagonal={discard_diagonal}) have {width} columns; got X "
+            f"of shape {np.shape(X)}."
+        )
     matrices = vec_to_matrices(X[:, :n_edges], n_nodes, discard_diagonal)
     features = np.asarray(X[:, n_edges:], dtype=np.float64).reshape(
         X.shape[0], n_nodes, n_node_features
@@ -146,6 +153,11 @@ def _as_subject_list(X, what):
             raise ValueError(
                 f"Subject {k} has an array of {x.ndim} dimensions; each subject "
                 f"must be one 2-D array ({what})."
+            )
+        if x.size == 0:
+            raise ValueError(
+                f"Subject {k} has an empty array of shape {x.shape}; each subject "
+                f"must be one non-empty 2-D array ({what})."
             )
         if x.dtype.kind not in "biuf":
             raise ValueError(
@@ -429,7 +441,7 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
             One per output column.
         """
         check_is_fitted(self)
-        rows, cols = np.nonzero(_tril_mask(self.n_nodes_, self.discard_diagonal))
+        rows, cols = np.nonzero(tril_mask(self.n_nodes_, self.discard_diagonal))
         return np.array([f"edge_{i}_{j}" for i, j in zip(rows, cols)], dtype=object)
 
     # ------------------------------------------------------------ harness
@@ -450,31 +462,3 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
         series = rng.normal(size=(n_samples, 50, 6))
         series[y == 1, :, 1] += series[y == 1, :, 0]
         return series, y
-
-    @classmethod
-    def _demo(cls):
-        """Genotype of 32 mouse connectomes from their vectorised matrices."""
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import StratifiedKFold, cross_val_score
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import FunctionTransformer, StandardScaler
-
-        from sklearn_ext.datasets import load_mice_connectomes
-
-        graphs, y = load_mice_connectomes(return_X_y=True)
-        graphs = np.log1p(graphs)
-        cv = StratifiedKFold(4, shuffle=True, random_state=0)
-        ours = make_pipeline(cls(), StandardScaler(), LogisticRegression(max_iter=2000))
-        flat = make_pipeline(
-            FunctionTransformer(lambda g: g.reshape(len(g), -1)),
-            StandardScaler(),
-            LogisticRegression(max_iter=2000),
-        )
-        return {
-            "data": "load_mice_connectomes (32 mice, 4 genotypes, log1p weights)",
-            "metric": "4-fold CV accuracy, logistic regression",
-            "score": cross_val_score(ours, graphs, y, cv=cv).mean(),
-            "baseline": "the same on the flattened full matrices",
-            "baseline_score": cross_val_score(flat, graphs, y, cv=cv).mean(),
-            "greater_is_better": True,
-        }

@@ -13,11 +13,12 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from sklearn_ext.base import TorchMixin
 from sklearn_ext.network._connectome import (
-    _tril_mask,
     connectome_width,
     infer_n_nodes,
+    layout_mismatch,
     split_connectome,
 )
+from sklearn_ext.utils._connectivity import tril_mask
 from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
@@ -60,33 +61,36 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
     network, so that no single connection, and no single region, tells
     patients from controls. MuHL learns such groups as hyperedges:
 
-    - **Multi-resolution node signals.** Each node starts from its
-      connectivity profile (its row of the subject's connectivity matrix,
-      each entry standardised over the training subjects) and its node
-      features, encoded by a shared linear layer. At each scale ``t`` of
-      ``scales`` the node states are diffused by the heat kernel
-      ``exp(-t L)`` of the subject's own normalised graph Laplacian (graph
-      weights ``|A|``), computed from its eigen-decomposition: small ``t``
-      keeps a region's own signal, large ``t`` averages its neighbourhood.
+    - **Multi-resolution node signals.** Each node starts from its strength
+      (the sum of ``|A|`` over its connections) and its node features, each
+      standardised over the training subjects, encoded by a shared linear
+      layer; the connections themselves enter through the diffusion, not as
+      inputs. At each scale ``t`` of ``scales`` the node states are diffused
+      by the heat kernel ``exp(-t L)`` of the subject's own normalised graph
+      Laplacian (graph weights ``|A|``), computed from its
+      eigen-decomposition: small ``t`` keeps a region's own signal, large
+      ``t`` averages its neighbourhood.
     - **Continuous hyperedges, one set per scale.** A soft incidence matrix
       ``H_t = sigmoid(Theta_t)`` of shape (n_nodes, n_hyperedges), learned
       with the network and shared by all subjects, gives every region a
       membership in [0, 1] of every hyperedge. A hyperedge's feature is the
-      membership-weighted mean of the diffused node signals of its members,
-      so a hyperedge that covers the affected regions sees their joint
-      shift, wherever they lie. The hyperedges of each scale start as a
-      partition of the regions into neighbourhoods of that scale (k-means
-      on the rows of the heat kernel of the training-mean graph) and then
-      move freely, at ten times the network's learning rate;
-      ``sparsity`` times the mean membership prunes the regions that do
-      not help.
+      membership-weighted mean, over its members, of each member's state
+      beside its diffused signal, so a hyperedge that covers the affected
+      regions sees their joint shift, wherever they lie. The hyperedges of
+      each scale start as a partition of the regions into neighbourhoods of
+      that scale (k-means on the rows of the heat kernel of the
+      training-mean graph) and then move freely, at ten times the network's
+      learning rate; ``sparsity`` times the mean membership prunes the
+      regions that do not help.
     - **Hypergraph convolution and hierarchy.** Hyperedge features (after a
       linear layer and ReLU) flow back to their member nodes (degree
       normalised); the updated node states enter the next, coarser scale
       (residual connections), so the scales build on one another.
-    - **Readout.** The features of every hyperedge at every scale, side by
-      side (hyperedges keep their identity), and the mean node state of each
-      scale, go through a hidden layer to the class logits. Training
+    - **Readout.** Each hyperedge is read through one score, a linear
+      function of its feature (one function per scale, shared by its
+      hyperedges). The scores of every hyperedge at every scale, side by side
+      (hyperedges keep their identity), and the mean node state after each
+      scale go through one linear layer to the class logits. Training
       minimises the cross-entropy (weighted by ``sample_weight``) plus the
       sparsity term with Adam over minibatches of subjects (the package's
       training loop); ``alpha`` is Adam's weight decay.
@@ -104,7 +108,8 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
     scales : tuple of float, default=(1, 2, 4)
         Heat-kernel times, fine to coarse; one hypergraph layer each.
     hidden : int, default=32
-        Width of the node, hyperedge and readout features.
+        Width of the node states and of what a hyperedge sends back to its
+        members (a hyperedge's feature is twice as wide: state and signal).
     hypergraph : {"learned", "knn", "none"}, default="learned"
         Learned hyperedges (MuHL), fixed k-nearest-neighbour hyperedges, or
         none (plain GCN).
@@ -127,7 +132,7 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         Weight decay (Adam's L2 penalty) of the network's weights (not of
         the memberships, which the sparsity term regularises).
     batch_size : int or "auto", default="auto"
-        Subjects per step; "auto" is ``min(64, n_samples)``.
+        Subjects per step; "auto" is ``min(32, n_samples)``.
     learning_rate_init : float, default=0.005
         Adam's learning rate.
     max_iter : int, default=200
@@ -160,8 +165,8 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         (``n_edges = n_nodes``); shape (n_scales, n_nodes, 0) for
         ``hypergraph="none"``.
     hyperedge_importance_ : ndarray of shape (n_scales, n_edges)
-        Norm of each hyperedge's readout weights scaled by the root mean
-        square of its features over the training subjects.
+        Norm of each hyperedge's readout weights (one per class) times the
+        standard deviation of its score over the training subjects.
     node_importance_ : ndarray of shape (n_nodes,)
         Importance of each region, summing to one: its share of every
         hyperedge's (membership-weighted) mean times that hyperedge's
@@ -191,9 +196,11 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
     ``ConnectivityMeasure(vectorize=True)`` layout; ``discard_diagonal``
     says whether the diagonal is there), then ``n_nodes * n_node_features``
     node features, node by node. The node count is inferred from the width.
-    Connectivity may be signed (correlations): the graph uses ``|A|`` and
-    the profiles keep the sign. Input is standardised with training
-    statistics (weighted by ``sample_weight``), so no scaler is needed.
+    Connectivity may be signed (correlations): the graph and the node
+    strengths use ``|A|``, so the sign of a connection is not used, and a
+    kept diagonal is not either (the graph has no self-loops). The node
+    inputs are standardised with training statistics (weighted by
+    ``sample_weight``), so no scaler is needed.
     Subjects are independent rows: with repeated visits, split
     cross-validation folds by subject (``GroupKFold``).
 
@@ -318,14 +325,7 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         f = self.n_node_features
         n_nodes = infer_n_nodes(X.shape[1], f, self.discard_diagonal)
         if n_nodes is None:
-            n_diag = "n (n - 1) / 2" if self.discard_diagonal else "n (n + 1) / 2"
-            message = (
-                f"X has {X.shape[1]} columns, which fits no network: a row holds "
-                f"{n_diag} connectivity values plus n * n_node_features "
-                f"(= n * {f}) node features for some n >= 2 nodes "
-                "(discard_diagonal="
-                f"{self.discard_diagonal})."
-            )
+            message = layout_mismatch(X.shape[1], f, self.discard_diagonal)
             if self.layout == "connectome":
                 raise ValueError(message)
             warn(
@@ -334,7 +334,7 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
                 "layout='connectome' to make this an error."
             )
             return self._feature_spec(X, weights)
-        mask = _tril_mask(n_nodes, self.discard_diagonal)
+        mask = tril_mask(n_nodes, self.discard_diagonal)
         rows, cols = np.nonzero(mask)
         n_edges = rows.size
         feats = X[:, n_edges:].reshape(X.shape[0], n_nodes * f)
@@ -678,7 +678,7 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         for i, j in ((0, 1), (1, 2), (0, 2)):
             A[y == 1, i, j] += 1.0
             A[y == 1, j, i] += 1.0
-        rows, cols = np.nonzero(_tril_mask(n, self.discard_diagonal))
+        rows, cols = np.nonzero(tril_mask(n, self.discard_diagonal))
         X = A[:, rows, cols]
         f = self.n_node_features
         if f:
@@ -690,32 +690,3 @@ class MuHLClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
     def _gpu_check_params(cls):
         # The speed target's size: 400 subjects of 200 regions.
         return {"max_iter": 3}, 400
-
-    @classmethod
-    def _demo(cls):
-        """Higher-order effect on generated cohorts from mouse connectomes."""
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import GroupShuffleSplit
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        from sklearn_ext.datasets import make_brain_cohort
-
-        data = make_brain_cohort(300, n_nodes=60, random_state=0)
-        train, test = next(
-            GroupShuffleSplit(1, test_size=0.3, random_state=0).split(
-                data.data, data.target, data.groups
-            )
-        )
-        X, y = data.data, data.target
-        model = cls(n_node_features=1, random_state=0).fit(X[train], y[train])
-        base = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
-        base.fit(X[train], y[train])
-        return {
-            "data": "make_brain_cohort(300 subjects, 60 regions, k-of-n effect)",
-            "metric": "held-out accuracy",
-            "score": model.score(X[test], y[test]),
-            "baseline": "StandardScaler + LogisticRegression on the rows",
-            "baseline_score": base.score(X[test], y[test]),
-            "greater_is_better": True,
-        }

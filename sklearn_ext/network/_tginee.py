@@ -14,6 +14,7 @@ from sklearn.utils import check_array
 from sklearn.utils.metaestimators import available_if
 
 from sklearn_ext.base import TorchDeviceMixin
+from sklearn_ext.network._dyads import tensor_to_dyads
 from sklearn_ext.network._nodes import check_node_ids, encode_nodes, node_positions
 from sklearn_ext.network._tginee_solver import moments, solve_tginee
 from sklearn_ext.utils._docstrings import fill_doc
@@ -724,7 +725,6 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
                 n_samples, 4, n_targets=3, noise=0.1, random_state=random_state
             )
         from sklearn_ext.datasets import make_multilayer_network
-        from sklearn_ext.network import tensor_to_dyads
 
         n_nodes = max(10, int(math.sqrt(2 * n_samples)) + 1)
         A, C, _ = make_multilayer_network(
@@ -737,66 +737,3 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         # The factor model on about 200k dyads (633 nodes, 3 layers).
         params = {"dyad_columns": (0, 1), "n_components": 2, "max_iter": 5}
         return params, 200_000
-
-    @classmethod
-    def _demo(cls):
-        """Link prediction on a 4-layer network with correlated layers.
-
-        The baseline is the two-stage version of the model in plain
-        scikit-learn: a rank-2 ``TruncatedSVD`` of the centred training
-        adjacency gives each dyad its two spectral link scores
-        ``(u_i s_r v_jr)_r``, and a ``LogisticRegression`` per layer fits the
-        edges on them and the covariates. T-GINEE estimates the factors and
-        the layers jointly, with the link and the layers' correlation.
-        """
-        from sklearn.decomposition import TruncatedSVD
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.metrics import roc_auc_score
-        from sklearn.model_selection import train_test_split
-
-        from sklearn_ext.datasets import make_multilayer_network
-        from sklearn_ext.network import tensor_to_dyads
-
-        A, C, _ = make_multilayer_network(
-            200, 4, 2, layer_correlation=0.6, random_state=0
-        )
-        X, y = tensor_to_dyads(A, C)
-        X_tr, X_te, y_tr, y_te = train_test_split(X, y, random_state=0)
-        n_nodes, n_layers = A.shape[1], A.shape[0]
-
-        def auc(P):
-            return float(
-                np.mean([roc_auc_score(y_te[:, k], P[:, k]) for k in range(n_layers)])
-            )
-
-        model = cls(2, dyad_columns=(0, 1), random_state=0).fit(X_tr, y_tr)
-        ours = auc(model.predict(X_te))
-
-        i, j = X_tr[:, 0].astype(int), X_tr[:, 1].astype(int)
-        adjacency = np.zeros((n_nodes, n_nodes))
-        adjacency[i, j] = adjacency[j, i] = y_tr.mean(1) - y_tr.mean()
-        svd = TruncatedSVD(2, random_state=0).fit(adjacency)
-        left, right = svd.transform(adjacency), svd.components_.T
-
-        def features(X):
-            a, b = X[:, 0].astype(int), X[:, 1].astype(int)
-            return np.hstack([X[:, 2:], left[a] * right[b]])
-
-        F_tr, F_te = features(X_tr), features(X_te)
-        P = np.column_stack(
-            [
-                LogisticRegression().fit(F_tr, y_tr[:, k]).predict_proba(F_te)[:, 1]
-                for k in range(n_layers)
-            ]
-        )
-        return {
-            "data": "make_multilayer_network(200 nodes, 4 layers, rho=0.6)",
-            "metric": "held-out link AUC",
-            "score": ours,
-            "baseline": (
-                "LogisticRegression per layer on the covariates and rank-2 "
-                "TruncatedSVD link scores of the training adjacency"
-            ),
-            "baseline_score": auc(P),
-            "greater_is_better": True,
-        }

@@ -793,35 +793,3 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     def _gpu_check_params(cls):
         # About 1e5 users x items interactions over three behaviours.
         return {"n_components": 64, "behaviors": 3, "max_iter": 5}, 20_000
-
-    _demo_seconds = 13  # one core; orders `make demo` (longest first)
-
-    @classmethod
-    def _demo(cls):
-        """Leave-one-out NDCG@10 on generated view/cart/buy data, 30% noise.
-
-        The baseline is PureSVD in plain scikit-learn: a rank-64
-        ``TruncatedSVD`` of the whole user x (items x behaviours) matrix,
-        whose reconstruction of the buy block ranks the items.
-        """
-        from sklearn.decomposition import TruncatedSVD
-
-        from sklearn_ext.datasets import make_multibehavior
-
-        data = make_multibehavior(1000, 800, noise_rate=0.3, random_state=0)
-        model = cls(behaviors=data.behaviors, random_state=0).fit(data.data)
-        ours = model.score(data.test)
-        svd = TruncatedSVD(64, random_state=0).fit(data.data)
-        n = data.n_items
-        users = svd.transform(data.data)
-        items = svd.components_[:, -n:].T
-        seen = data.data[:, -n:]
-        baseline = ranking_metrics(users, items, data.test, seen=seen)["ndcg"]
-        return {
-            "data": "make_multibehavior(1000 users, 800 items, noise 0.3)",
-            "metric": "leave-one-out NDCG@10",
-            "score": ours,
-            "baseline": "TruncatedSVD(64) of the whole matrix (PureSVD)",
-            "baseline_score": baseline,
-            "greater_is_better": True,
-        }

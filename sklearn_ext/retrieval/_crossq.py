@@ -9,8 +9,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array
 
+import sklearn_ext.retrieval._crossq_solver as solver
 from sklearn_ext.base import TorchDeviceMixin
-from sklearn_ext.retrieval import _crossq_solver as solver
+from sklearn_ext.retrieval._base import check_groups, given_column
 from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
@@ -20,7 +21,7 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import import_torch, to_numpy, to_tensor
-from sklearn_ext.utils._validation import check_integer_ids, column_index
+from sklearn_ext.utils._validation import column_index
 
 __all__ = ["CrossQCompressor"]
 
@@ -31,11 +32,6 @@ _INIT_SAMPLE = 10_000
 # consecutive tokens of this many documents.
 _PSEUDO_QUERY_LEN = 8
 _PSEUDO_QUERIES = 512
-
-
-def check_groups(values, column):
-    """Integer document ids from a float column; a clear error otherwise."""
-    return check_integer_ids(values, column, kind="document", owner="token")
 
 
 @fill_doc
@@ -128,7 +124,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
     Notes
     -----
     Stored per token: ``bytes_per_token`` bytes. Stored once: the codebooks
-    (``bytes_per_token * 256 * n_dims`` float32). :meth:`index_bytes_` counts
+    (``bytes_per_token * 256 * n_dims`` float32). :meth:`index_bytes` counts
     both and the document offsets. Encoding is deterministic given the
     fitted codebooks, so ``fit_transform(X)`` equals ``fit(X).transform(X)``.
     Training queries come through ``fit(X, queries=...)``; without them the
@@ -222,6 +218,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
 
     def _split(self, X, *, fitting):
         """(tokens float32, document ids int64) from X."""
+        given = X
         if fitting:
             X = validate_data(
                 self, X, dtype=[np.float64, np.float32], ensure_min_samples=2
@@ -243,7 +240,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         c = self.group_column_index_
         if c is None:
             return X.astype(np.float32), np.arange(X.shape[0], dtype=np.int64)
-        groups = check_groups(X[:, c], c)
+        groups = check_groups(X[:, c], c, given=given_column(given, c))
         tokens = np.delete(X, c, axis=1).astype(np.float32)
         return tokens, groups
 
@@ -282,6 +279,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         """(query tokens, dense query index, n_queries) for the ranking losses."""
         torch = import_torch()
         if queries is not None:
+            given = queries
             Q = check_array(
                 queries, dtype=[np.float64, np.float32], input_name="queries"
             )
@@ -291,7 +289,13 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
                     f"{self.n_dims_} embedding dimensions after it "
                     f"({self.n_dims_ + 1} columns); got {Q.shape[1]} columns."
                 )
-            qid = check_groups(Q[:, 0], "0 of queries")
+            qid = check_groups(
+                Q[:, 0],
+                0,
+                given=given_column(given, 0),
+                name="queries",
+                kind="query",
+            )
             order = np.argsort(qid, kind="stable")
             _, dense = np.unique(qid[order], return_inverse=True)
             return (
@@ -434,7 +438,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
             )
         return codes
 
-    def index_bytes_(self, n_tokens, n_documents):
+    def index_bytes(self, n_tokens, n_documents):
         """Every byte an index of these codes stores.
 
         Parameters
@@ -465,57 +469,6 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = []
         return tags
-
-    _demo_seconds = 24  # one core; orders `make demo` (longest first)
-
-    @classmethod
-    def _demo(cls):
-        """Docstring retrieval at 4 B/token: CrossQ vs a k-means product quantiser.
-
-        The first 60 documents of the docstring set, embedded with
-        all-MiniLM-L6-v2 (needs the ``text`` extra); the even-numbered
-        queries train CrossQ's ranking losses, the odd-numbered ones are
-        scored: known-item MRR@10 by exact MaxSim over the decoded tokens.
-        The baseline is the plain scikit-learn way to a 4-byte code: a
-        product quantiser, one 256-centroid KMeans per quarter of the
-        dimensions.
-        """
-        from sklearn.cluster import KMeans
-
-        from sklearn_ext.datasets import encode_tokens, load_docstring_retrieval
-        from sklearn_ext.retrieval import LateInteractionIndex
-
-        n = 60
-        data = load_docstring_retrieval()
-        emb, ids = encode_tokens(data.documents[:n])
-        q_emb, q_ids = encode_tokens(data.queries[:n], kind="query")
-        X = np.column_stack([ids, emb])
-        train, test = q_ids % 2 == 0, q_ids % 2 == 1
-        model = cls(4, random_state=0).fit(
-            X, queries=np.column_stack([q_ids[train], q_emb[train]])
-        )
-        Q = np.column_stack([q_ids[test], q_emb[test]])
-
-        def mrr(index):
-            qids, scores = index.scores(Q)
-            top = index.doc_ids_[np.argsort(-scores, axis=1)[:, :10]]
-            hit = top == qids[:, None]
-            return float(np.where(hit.any(1), 1 / (hit.argmax(1) + 1), 0).mean())
-
-        parts = np.array_split(np.arange(emb.shape[1]), 4)
-        decoded = np.empty_like(emb)
-        for cols in parts:
-            km = KMeans(256, n_init=1, max_iter=20, random_state=0).fit(emb[:, cols])
-            decoded[:, cols] = km.cluster_centers_[km.labels_]
-        baseline = LateInteractionIndex().add(np.column_stack([ids, decoded]))
-        return {
-            "data": f"docstring retrieval, {n} documents, 4 bytes/token",
-            "metric": "MRR@10",
-            "score": mrr(LateInteractionIndex(model).add(X)),
-            "baseline": "KMeans product quantiser (4 x 256 centroids)",
-            "baseline_score": mrr(baseline),
-            "greater_is_better": True,
-        }
 
     @classmethod
     def _gpu_check_params(cls):

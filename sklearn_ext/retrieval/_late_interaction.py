@@ -6,7 +6,7 @@
 import numpy as np
 from sklearn.utils import check_array
 
-from sklearn_ext.retrieval._crossq import check_groups
+from sklearn_ext.retrieval._base import check_groups, given_column
 from sklearn_ext.utils._sklearn_compat import check_is_fitted
 
 __all__ = ["LateInteractionIndex"]
@@ -62,6 +62,7 @@ class LateInteractionIndex:
         self.compressor = compressor
 
     def _split(self, X, what):
+        given = X
         X = check_array(X, dtype=[np.float32, np.float64], input_name=what)
         if self.compressor is not None:
             check_is_fitted(self.compressor)
@@ -78,7 +79,7 @@ class LateInteractionIndex:
                 f"{what} needs an id column and at least one embedding column; "
                 f"got {X.shape[1]} column(s)."
             )
-        ids = check_groups(X[:, c], c)
+        ids = check_groups(X[:, c], c, given=given_column(given, c), name=what)
         return X, ids, np.delete(X, c, axis=1).astype(np.float32)
 
     def add(self, X):
@@ -145,7 +146,7 @@ class LateInteractionIndex:
         self._check_built()
         if self.compressor is None:
             return int(self._data.nbytes + (len(self.doc_ids_) + 1) * 8)
-        return self.compressor.index_bytes_(self.n_tokens_, len(self.doc_ids_))
+        return self.compressor.index_bytes(self.n_tokens_, len(self.doc_ids_))
 
     def _check_built(self):
         if not hasattr(self, "doc_ids_"):
@@ -183,6 +184,7 @@ class LateInteractionIndex:
             Columns in the order of ``doc_ids_``.
         """
         self._check_built()
+        given = Q
         Q = check_array(Q, dtype=[np.float32, np.float64], input_name="Q")
         if Q.shape[1] != self._n_dims + 1:
             raise ValueError(
@@ -190,7 +192,9 @@ class LateInteractionIndex:
                 f"embedding dimensions ({self._n_dims + 1} columns); got "
                 f"{Q.shape[1]}."
             )
-        qids = check_groups(Q[:, 0], "0 of Q")
+        qids = check_groups(
+            Q[:, 0], 0, given=given_column(given, 0), name="Q", kind="query"
+        )
         query_ids, qindex = np.unique(qids, return_inverse=True)
         tokens = np.ascontiguousarray(Q[:, 1:], dtype=np.float32)
         n_docs = len(self.doc_ids_)

@@ -12,7 +12,7 @@ Bounds are clipped to ``[low, high]``.
 
 import numpy as np
 
-from sklearn_ext.robust_optimization._bounds import binomial_upper_bound
+from sklearn_ext.utils._bounds import binomial_upper_bound
 
 __all__ = ["TASK_BOUNDS", "task_lower_bounds"]
 

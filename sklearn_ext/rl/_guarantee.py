@@ -411,23 +411,6 @@ class MultiTaskGuarantee(BaseEstimator):
         g = np.maximum(padded[n_ok], low)
         return float(g) if g.ndim == 0 else g
 
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._task_families import BridgeTaskFamily
-
-        family = BridgeTaskFamily()
-        returns = family.sample_returns(200, 100, random_state=0)
-        ours = cls().fit(returns)
-        baseline = cls(composition="bonferroni", task_level="dkw").fit(returns)
-        return {
-            "data": "bridge task family (200 tasks x 100 episodes)",
-            "metric": "return certified for 80% of new tasks (delta=0.01)",
-            "score": ours.guarantee(0.8),
-            "baseline": "Bonferroni + DKW",
-            "baseline_score": baseline.guarantee(0.8),
-            "greater_is_better": True,
-        }
-
 
 # Share of delta that the hybrid composition spends on bounds that must all
 # hold (they certify the top ranks, which the allowed failures give up).

@@ -67,6 +67,12 @@ def kr_taus(n_draws, n_outputs):
     return np.clip(points, 1e-6, 1 - 1e-6)
 
 
+def _check_n_draws(n_draws):
+    if isinstance(n_draws, bool) or not isinstance(n_draws, Integral) or n_draws < 1:
+        raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}.")
+    return int(n_draws)
+
+
 def _check_weights(weights, n_outputs):
     if weights is None:
         return np.full(n_outputs, 1.0 / n_outputs)
@@ -104,6 +110,11 @@ def vector_risk_of_draws(draws, measure="cvar", alpha=0.1, weights=None):
     -------
     risk : ndarray or Tensor of shape draws.shape[:-2]
     """
+    if draws.ndim < 2 or draws.shape[-2] == 0:
+        raise ValueError(
+            "draws must have shape (..., n_draws, n_outputs) with n_draws >= 1; "
+            f"got shape {tuple(draws.shape)}."
+        )
     n_draws, n_outputs = draws.shape[-2:]
     w = _check_weights(weights, n_outputs)
     if not isinstance(draws, np.ndarray):
@@ -265,6 +276,12 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         self.verbose = verbose
 
     @classmethod
+    def _gpu_check_params(cls):
+        # 8 levels per row through 256-wide layers, in batches of 1024 rows.
+        params = {"hidden": 256, "embedding_dim": 64, "n_taus": 8}
+        return {**params, "batch_size": 1024, "max_iter": 3}, 50_000
+
+    @classmethod
     def _get_test_params(cls):
         return {
             "embedding_dim": 8,
@@ -294,7 +311,9 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         X : array-like of shape (n_samples, n_features)
             Feature rows.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets; a 1-D ``y`` is the single-output case.
+            Targets; a 1-D ``y``, or a single column, is the single-output
+            case (IQN). Under ``warm_start`` the number of outputs must stay
+            that of the first fit.
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the samples in the loss.
 
@@ -317,6 +336,11 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
             ensure_min_samples=2,
             reset=not warm,
         )
+        if y.dtype.kind not in "biuf":
+            # validate_data converts only object targets; strings pass it.
+            raise ValueError(
+                f"y must hold numbers (the outputs to model); got dtype {y.dtype}."
+            )
         self._y_1d = y.ndim == 1
         Y = y.reshape(len(y), -1)
         module = self._fitted_module(
@@ -469,8 +493,7 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
             Draws of y given each row.
         """
         X = self._check_X(X)
-        if not isinstance(n_draws, Integral) or n_draws < 1:
-            raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}.")
+        n_draws = _check_n_draws(n_draws)
         rng = check_random_state(random_state)
         taus = rng.uniform(1e-6, 1 - 1e-6, size=(n_draws, self.n_outputs_))
         return self._kr_map(X, taus, mix_orders=True)
@@ -517,15 +540,9 @@ class KRQuantileRegressor(MultiOutputMixin, RegressorMixin, TorchMixin, BaseEsti
         if not isinstance(alpha, Real) or not 0 < alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1]; got {alpha!r}.")
         w = _check_weights(weights, self.n_outputs_)
-        taus = kr_taus(n_draws, self.n_outputs_)
+        taus = kr_taus(_check_n_draws(n_draws), self.n_outputs_)
         if measure == "kr_cvar":
             corner = self._kr_map(X, alpha * taus, mix_orders=True)
             return corner.mean(1) @ w
         draws = self._kr_map(X, taus, mix_orders=True)
         return vector_risk_of_draws(draws, measure, alpha, weights)
-
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._kr_demo import regressor_demo
-
-        return regressor_demo(cls)

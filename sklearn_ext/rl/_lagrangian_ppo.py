@@ -11,13 +11,17 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from sklearn_ext.base import TorchDeviceMixin
-from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, require_gymnasium, rl_tags
-from sklearn_ext.rl._lagrangian_tabular import multiplier_step
-from sklearn_ext.rl._mo_agent import (
-    _encode,
-    _encoding_of_space,
-    _feature_dim,
+from sklearn_ext.rl._base import (
+    NOT_A_DATA_ESTIMATOR,
+    check_env,
     check_observations,
+    encode_observations,
+    feature_dim,
+    rl_tags,
+)
+from sklearn_ext.rl._lagrangian_tabular import (
+    check_reachable_limits,
+    multiplier_step,
 )
 from sklearn_ext.rl._rollouts import lockstep_episodes
 from sklearn_ext.utils._sklearn_compat import (
@@ -241,18 +245,12 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
             "random_state": 0,
         }
 
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._lagrangian_demo import grid_demo
-
-        return grid_demo(cls)
-
     def _build_module(self, attr="module_"):
         from sklearn_ext.rl._lagrangian_nn import ActorCritic
 
         heads = self.n_rewards_ + self.n_constraints_
         return ActorCritic(
-            _feature_dim(self.obs_encoding_),
+            feature_dim(self.obs_encoding_),
             self.n_actions_,
             self.continuous_,
             heads if self.critic == "dedicated" else 1,
@@ -261,10 +259,14 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         )
 
     # Hooks of the reward side, overridden by agents with vector rewards
-    # (ConstrainedMaxMinMORL): the name of the limits parameter, the reward
-    # width the environment must have, the reward weights and their update.
+    # (ConstrainedMaxMinMORL): the name of the limits parameter, what fit
+    # takes (for the message of a non-environment), the reward width the
+    # environment must have, the reward weights and their update.
     _limits_param = "cost_limits"
     _limits_required = True
+    _env_takes = (
+        "a gymnasium environment whose info['costs'] holds the constraint costs"
+    )
 
     def _check_reward_width(self, width):
         if width != 1:
@@ -291,13 +293,17 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         """Store the reward weights of each update (nothing to store here)."""
 
     def _check_env(self, env):
-        gym = require_gymnasium("LagrangianActorCritic")
-        if not (hasattr(env, "reset") and hasattr(env, "step")):
-            raise TypeError(
-                "LagrangianActorCritic.fit takes a gymnasium environment whose "
-                f"info['costs'] holds the constraint costs; got {type(env).__name__}."
-            )
         name, param = type(self).__name__, self._limits_param
+        spec = check_env(
+            env,
+            name,
+            method="fit",
+            takes=self._env_takes,
+            actions=("Box", "Discrete", "MultiDiscrete"),
+            observations=("Box", "Discrete"),
+            probe=True,
+            info={"costs": "one cost per constraint"},
+        )
         limits = getattr(self, param)
         if limits is None and self._limits_required:
             raise ValueError(
@@ -305,44 +311,31 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
                 "cost the environment reports in info['costs']."
             )
         unconstrained = limits is None
-        limits = np.asarray([] if unconstrained else limits, dtype=np.float64)
-        limits = limits.reshape(-1)
-        if not np.all(np.isfinite(limits)):
-            raise ValueError(f"{param} must be finite numbers.")
-        if np.any(limits < 0):
+        given = limits
+        try:
+            limits = np.asarray([] if unconstrained else limits, dtype=np.float64)
+        except (TypeError, ValueError):
+            limits = None
+        if limits is None or limits.ndim != 1 or not np.all(np.isfinite(limits)):
             raise ValueError(
-                f"{param} must be non-negative (costs are non-negative); got "
-                f"{limits.tolist()}."
+                f"{param} must be a 1-D list of finite numbers, one limit per "
+                f"constraint; got {given!r}."
             )
-        space = env.action_space
-        self.nvec_ = None
-        if isinstance(space, gym.spaces.MultiDiscrete):
-            self.continuous_ = False
-            self.nvec_ = np.ravel(space.nvec).astype(np.int64)
-            self.n_actions_ = int(self.nvec_.size)
-        elif isinstance(space, gym.spaces.Box):
-            self.continuous_, self.n_actions_ = True, int(np.prod(space.shape))
-            self._low, self._high = np.ravel(space.low), np.ravel(space.high)
-        elif isinstance(space, gym.spaces.Discrete):
-            self.continuous_, self.n_actions_ = False, int(space.n)
-        else:
-            raise ValueError(
-                f"{name} needs a Box, Discrete or MultiDiscrete action space; "
-                f"got {type(space).__name__}."
-            )
-        probe = copy.deepcopy(env)
-        probe.reset(seed=0)
-        probe.action_space.seed(0)
-        step = probe.step(probe.action_space.sample())
-        reward, info = step[1], step[-1]
-        if "costs" not in info:
-            raise ValueError(
-                f"the environment's info has no 'costs': {name} needs "
-                "info['costs'], one cost per constraint, at every step."
-            )
-        self._check_reward_width(np.size(reward))
-        self.n_rewards_ = int(np.size(reward))
-        costs = np.ravel(np.asarray(info["costs"], dtype=np.float64))
+        # The environment's costs must be non-negative (checked below and at
+        # every step), so a negative limit on a mean episode cost is unmeetable.
+        check_reachable_limits(
+            limits,
+            np.ones(limits.shape, dtype=bool),
+            param=param,
+            measure="mean episode cost",
+        )
+        self.continuous_ = spec.action_kind == "Box"
+        self.n_actions_, self.nvec_ = spec.n_actions, spec.nvec
+        self._low, self._high = spec.action_low, spec.action_high
+        self.obs_encoding_ = spec.obs_encoding
+        self._check_reward_width(spec.reward_width)
+        self.n_rewards_ = spec.reward_width
+        costs = np.ravel(np.asarray(spec.info["costs"], dtype=np.float64))
         if unconstrained:
             # No limits (where the agent allows it): every cost is unbounded,
             # so its multiplier stays at zero.
@@ -364,7 +357,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
 
         def act(observations):
             x = to_tensor(
-                _encode(self.obs_encoding_, observations),
+                encode_observations(self.obs_encoding_, observations),
                 dtype=context.dtype,
                 device=context.device,
             )
@@ -408,11 +401,10 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         self : LagrangianActorCritic
             Fitted agent.
         """
-        import_torch()
         limits = self._check_env(env)
+        import_torch()
         K = limits.size
         self.n_constraints_ = K
-        self.obs_encoding_ = _encoding_of_space(env.observation_space)
         context = self._torch_context()
         rng = check_random_state(self.random_state)
         net = init_parameters(self._build_module(), context.generator)
@@ -468,8 +460,10 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         ``lam`` the costs.
         """
         torch = import_torch()
-        obs = _encode(self.obs_encoding_, np.stack(data["observations"]))
-        nxt = _encode(self.obs_encoding_, np.stack(data["next_observations"]))
+        obs = encode_observations(self.obs_encoding_, np.stack(data["observations"]))
+        nxt = encode_observations(
+            self.obs_encoding_, np.stack(data["next_observations"])
+        )
         episodes = np.asarray(data["episodes"])
         terminal = np.asarray(data["terminals"], dtype=bool)
         r = np.asarray(data["rewards"], dtype=np.float64).reshape(len(episodes), -1)

@@ -41,8 +41,8 @@ __all__ = ["TabularLagrangian", "make_random_cmdp", "multiplier_step"]
 
 NOT_A_TABLE = (
     "fit takes a TabularCMDP, not (X, y): scikit-learn's data checks do not "
-    "apply; tests/test_rl_lagrangian.py checks clone, pickling, parameter "
-    "validation and bad input"
+    "apply; tests/test_rl_contract.py checks clone, parameter validation, "
+    "pickling, skops, set_params and bad input"
 )
 
 
@@ -88,6 +88,38 @@ def multiplier_step(violation, state, *, lr, kp, kd):
     derivative = violation - state["previous"]
     state["previous"] = violation.copy()
     return np.maximum(0.0, state["integral"] + kp * violation + kd * derivative)
+
+
+def check_reachable_limits(limits, nonnegative, *, param, measure):
+    """Refuse a negative limit on a cost that no policy can bring below zero.
+
+    Parameters
+    ----------
+    limits : ndarray of shape (n_constraints,)
+        The limits as given.
+    nonnegative : ndarray of bool of shape (n_constraints,)
+        Where the constraint's per-step costs are known to be non-negative.
+    param : str
+        The name the user gave the limits (``"cost_limits"``, ...).
+    measure : str
+        What the limit bounds (``"expected discounted cost"``, ...).
+
+    Raises
+    ------
+    ValueError
+        Naming the first such limit: under non-negative costs the constrained
+        quantity is at least 0 for every policy, so a negative limit is
+        infeasible (a dual ascent on it would raise its multiplier forever).
+    """
+    bad = np.flatnonzero(np.asarray(nonnegative, dtype=bool) & (limits < 0))
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(
+            f"{param}[{k}] = {limits[k]:.6g} is negative, but the costs of "
+            f"constraint {k} are non-negative, so its {measure} is at least 0 "
+            "under every policy and no policy can meet a negative limit; pass "
+            "limits >= 0 (0 allows no cost at all)."
+        )
 
 
 def _q_values(cmdp, pi, rewards):
@@ -243,12 +275,6 @@ class TabularLagrangian(BaseEstimator):
     def _get_test_params(cls):
         return {"max_iter": 50}
 
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._lagrangian_demo import tabular_demo
-
-        return tabular_demo(cls)
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, cmdp, y=None):
         """Run the primal-dual iterations on a constrained MDP.
@@ -272,6 +298,12 @@ class TabularLagrangian(BaseEstimator):
             )
         if cmdp.gamma >= 1:
             raise ValueError("TabularLagrangian needs a discount gamma < 1.")
+        check_reachable_limits(
+            cmdp.limits,
+            (cmdp.costs >= 0).all(axis=(1, 2)),
+            param="cmdp.limits",
+            measure="expected discounted cost",
+        )
         S, A, K = cmdp.n_states, cmdp.n_actions, len(cmdp.limits)
         g, P, mu = cmdp.gamma, cmdp.transitions, cmdp.initial
         R, C, d = cmdp.rewards, cmdp.costs, cmdp.limits

@@ -90,16 +90,19 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
 
     **Convergence** (tabular, exact evaluation): the regularised dual
     function is convex and smooth in :math:`(w, u)`, so projected gradient
-    steps below its stability limit converge geometrically to its minimum
-    (the paper's linear rate): the gap of the best response to the
-    regularised optimum falls as :math:`e^{-ct}` with constant steps and
-    as :math:`e^{-c\sqrt{t}}` with :math:`\eta_t \propto 1/\sqrt{t}`
+    steps below its stability limit converge to its minimum, and the
+    measured rate is the paper's linear one: the gap of the best response
+    to the regularised optimum falls as :math:`e^{-ct}` with constant steps
+    and as :math:`e^{-c\sqrt{t}}` with :math:`\eta_t \propto 1/\sqrt{t}`
     (large early steps cycle first, then settle). The regularised optimum
     is within :math:`\tau \log|A| / (1-\gamma)` of the exact LP optimum
     (:func:`solve_maxmin_lp`), and the constraint violation vanishes.
-    ``benchmarks/bench_maxmin_morl.py`` plots the gap (measured: within
-    0.002-0.006 of the LP on random MO-CMDPs, in at most about 120
-    iterations).
+    ``benchmarks/bench_maxmin_morl.py`` plots the gap (measured on ten
+    random MO-CMDPs: within ``0.01`` of the LP after
+    :claim:`maxmin_morl_tabular.iterations_min` to
+    :claim:`maxmin_morl_tabular.iterations_max` iterations, and within
+    :claim:`maxmin_morl_tabular.gap_min` to :claim:`maxmin_morl_tabular.gap_max`
+    after the default ``max_iter=2000``).
 
     Two inputs:
 
@@ -240,9 +243,10 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     gradient steps does not respond to the weights as the exact best
     response does, and the projected dual step then drives the weights to
     whichever objective is worst while the policy lags, which cycles. On a
-    one-step problem whose constrained max-min optimum mixes two actions
-    (worth 0.45), the soft minimum ends at 0.43 and the projected step at
-    0.38 (mean of 5 seeds; ``benchmarks/bench_maxmin_morl.py``).
+    one-step problem whose constrained max-min optimum mixes two actions,
+    the soft minimum ends closer to the optimum than the projected step
+    (``benchmarks/bench_maxmin_morl.py``; the figures are in the user
+    guide).
 
     The learned policy is stochastic: the constraints and the max-min value
     hold for :meth:`sample`, not for the most probable action that
@@ -289,7 +293,6 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
         "Reinforcement Learning with Max-Min Criterion, ICML 2026"
     )
     _bench_name = "maxmin_morl"
-    _demo_seconds = 3  # one core; orders `make demo` (longest first)
     # The actor-critic of the parent, fixed: one value head per signal and
     # projected gradient steps on the multipliers.
     critic = "dedicated"
@@ -299,6 +302,10 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     lambda_init = 0.0
     _limits_param = "constraints"
     _limits_required = False
+    _env_takes = (
+        "a TabularMOMDP or a gymnasium environment with a vector reward and "
+        "info['costs']"
+    )
 
     def __init__(
         self,
@@ -354,12 +361,6 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     @classmethod
     def _get_test_params(cls):
         return {"max_iter": 50, "n_updates": 2, "hidden": 8, "random_state": 0}
-
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._maxmin_demo import tabular_demo
-
-        return tabular_demo(cls)
 
     # -- the vector-reward hooks of LagrangianActorCritic -------------------
     def _check_reward_width(self, width):
@@ -437,12 +438,8 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
         """
         if isinstance(env, TabularMOMDP):
             return self._fit_tabular(env)
-        if not (hasattr(env, "reset") and hasattr(env, "step")):
-            raise TypeError(
-                "ConstrainedMaxMinMORL.fit takes a TabularMOMDP or a gymnasium "
-                "environment with a vector reward and info['costs']; got "
-                f"{type(env).__name__}."
-            )
+        # What is not an environment is refused by LagrangianActorCritic's
+        # check, with _env_takes in its message.
         for attr in ("policy_",):
             self.__dict__.pop(attr, None)
         self._signal_scales = None

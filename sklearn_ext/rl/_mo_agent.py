@@ -11,7 +11,16 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_array, check_random_state
 
 from sklearn_ext.base import TorchDeviceMixin
-from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, rl_tags
+from sklearn_ext.rl._base import (
+    NOT_A_DATA_ESTIMATOR,
+    check_env,
+    check_observations,
+    encode_observations,
+    encoding_of_data,
+    feature_dim,
+    is_env,
+    rl_tags,
+)
 from sklearn_ext.rl._kr_quantile import (
     RISK_MEASURES,
     _check_weights,
@@ -43,99 +52,6 @@ __all__ = ["MOQuantileAgent"]
 # CVaR_0.25 came out near -0.8 instead of -1.27. A small threshold keeps the
 # loss smooth at zero while its minimiser stays close to the quantile.
 KAPPA = 0.05
-# Largest number of values per coordinate for which an integer Box
-# observation is one-hot encoded coordinate by coordinate.
-MAX_GRID_VALUES = 64
-
-
-def _is_env(obj):
-    return hasattr(obj, "reset") and hasattr(obj, "step")
-
-
-def _encoding_of_space(space):
-    """How observations of a gymnasium space become feature vectors."""
-    if hasattr(space, "n") and not hasattr(space, "low"):
-        return ("discrete", (int(space.n),))
-    low, high = getattr(space, "low", None), getattr(space, "high", None)
-    if low is None:
-        raise ValueError(
-            "MOQuantileAgent needs a Discrete or Box observation space; got "
-            f"{type(space).__name__}."
-        )
-    low, high = np.ravel(low), np.ravel(high)
-    if (
-        np.issubdtype(space.dtype, np.integer)
-        and np.all(np.isfinite(low) & np.isfinite(high))
-        and np.all(high - low + 1 <= MAX_GRID_VALUES)
-    ):
-        return ("grid", (low.astype(int), (high - low + 1).astype(int)))
-    return ("raw", (low.size,))
-
-
-def _encoding_of_data(observations):
-    """Encoding of offline observations: 1-D integers are discrete states."""
-    if observations.ndim == 1:
-        if not np.all(observations == np.round(observations)) or observations.min() < 0:
-            raise ValueError(
-                "1-D observations are read as discrete states and must be "
-                "non-negative integers; pass a 2-D array of features otherwise."
-            )
-        return ("discrete", (int(observations.max()) + 1,))
-    return ("raw", (int(np.prod(observations.shape[1:])),))
-
-
-def _feature_dim(encoding):
-    kind, info = encoding
-    if kind == "grid":
-        return int(info[1].sum())
-    return int(info[0])
-
-
-def check_observations(encoding, X):
-    """Inference observations as a numeric array, one row per observation.
-
-    Refuses non-numeric or non-finite values; a single feature observation
-    (1-D, for a non-discrete encoding) becomes one row.
-    """
-    X = np.asarray(X)
-    if X.dtype == object or not np.issubdtype(X.dtype, np.number):
-        raise ValueError(f"observations must be numeric; got dtype {X.dtype}.")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("observations contain NaN or infinity.")
-    if encoding[0] != "discrete" and X.ndim == 1:
-        X = X[None, :]
-    return X
-
-
-def _encode(encoding, observations):
-    """Feature matrix (n, feature_dim) of a batch of observations."""
-    kind, info = encoding
-    obs = np.asarray(observations)
-    n = len(obs)
-    if kind == "discrete":
-        states = obs.reshape(n).astype(int)
-        if np.any(states < 0) or np.any(states >= info[0]):
-            raise ValueError(
-                f"discrete observations must be integers in [0, {info[0]}); got "
-                f"values in [{states.min()}, {states.max()}]."
-            )
-        out = np.zeros((n, info[0]))
-        out[np.arange(n), states] = 1.0
-        return out
-    obs = obs.reshape(n, -1).astype(np.float64)
-    if obs.shape[1] != (len(info[0]) if kind == "grid" else info[0]):
-        raise ValueError(
-            f"observations have {obs.shape[1]} values each; the agent was fitted "
-            f"on {len(info[0]) if kind == 'grid' else info[0]}."
-        )
-    if kind == "raw":
-        return obs
-    low, sizes = info
-    index = np.clip(obs.astype(int) - low, 0, sizes - 1)
-    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    out = np.zeros((n, int(sizes.sum())))
-    out[np.arange(n)[:, None], index + offsets] = 1.0
-    return out
 
 
 class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
@@ -352,6 +268,12 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         return rl_tags(super().__sklearn_tags__())
 
     @classmethod
+    def _gpu_check_params(cls):
+        # Offline bandit pulls: 256-wide critics in batches of 1024.
+        params = {"hidden": 256, "batch_size": 1024, "n_rounds": 2, "n_epochs": 2}
+        return params, 20_000
+
+    @classmethod
     def _get_test_params(cls):
         return {
             "n_rounds": 2,
@@ -370,7 +292,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
         return MOCriticEnsemble(
             self.n_critics,
-            _feature_dim(self.obs_encoding_),
+            feature_dim(self.obs_encoding_),
             self.n_actions_,
             self.n_objectives_,
             self.embedding_dim,
@@ -458,34 +380,30 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             The fitted agent.
         """
         rng = check_random_state(self.random_state)
-        if _is_env(X):
-            env = X
-            if not hasattr(env.action_space, "n"):
-                raise ValueError(
-                    "MOQuantileAgent needs a Discrete action space; got "
-                    f"{type(env.action_space).__name__}."
-                )
-            reward_space = getattr(env.unwrapped, "reward_space", None)
-            if reward_space is None:
-                raise ValueError(
-                    "MOQuantileAgent needs an environment with vector rewards "
-                    "(a reward_space, as MO-Gymnasium's environments have)."
-                )
-            self._check_objectives(int(np.prod(reward_space.shape)), "the environment")
-            self.obs_encoding_ = _encoding_of_space(env.observation_space)
-            self.n_actions_ = int(env.action_space.n)
-            self.n_objectives_ = int(np.prod(reward_space.shape))
+        online = is_env(X)
+        if online:
+            spec = check_env(
+                X,
+                "MOQuantileAgent",
+                actions=("Discrete",),
+                observations=("Discrete", "Box"),
+                vector_reward_space=True,
+            )
+            self._check_objectives(spec.reward_width, "the environment")
+            self.obs_encoding_ = spec.obs_encoding
+            self.n_actions_ = spec.n_actions
+            self.n_objectives_ = spec.reward_width
             buffer = None
         else:
             obs, actions, rewards, nxt, terminals = self._check_dataset(X)
-            self.obs_encoding_ = _encoding_of_data(np.concatenate([obs, nxt]))
+            self.obs_encoding_ = encoding_of_data(np.concatenate([obs, nxt]))
             self.n_actions_ = int(actions.max()) + 1
             self.n_objectives_ = rewards.shape[1]
             buffer = (
-                _encode(self.obs_encoding_, obs),
+                encode_observations(self.obs_encoding_, obs),
                 actions,
                 rewards,
-                _encode(self.obs_encoding_, nxt),
+                encode_observations(self.obs_encoding_, nxt),
                 terminals,
             )
         torch = import_torch()
@@ -497,7 +415,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         optimizer = adam(net.parameters(), lr=self.learning_rate_init)
         returns, self.loss_curve_ = [], []
         for r in range(self.n_rounds):
-            if _is_env(X):
+            if online:
                 eps = self.epsilon * (1 - 0.95 * r / max(1, self.n_rounds - 1))
                 seeds = child_seeds(rng, self.n_episodes_per_round)
                 envs = [copy.deepcopy(X) for _ in seeds]
@@ -511,10 +429,14 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
                 )
                 returns.append(ret.reshape(len(seeds), -1))
                 new = (
-                    _encode(self.obs_encoding_, np.stack(data["observations"])),
+                    encode_observations(
+                        self.obs_encoding_, np.stack(data["observations"])
+                    ),
                     np.asarray(data["actions"], dtype=int),
                     np.stack(data["rewards"]).reshape(len(data["actions"]), -1),
-                    _encode(self.obs_encoding_, np.stack(data["next_observations"])),
+                    encode_observations(
+                        self.obs_encoding_, np.stack(data["next_observations"])
+                    ),
                     np.asarray(data["terminals"], dtype=bool),
                 )
                 buffer = (
@@ -560,7 +482,9 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         def act(observations):
             # One decision per distinct observation.
             distinct, inverse = np.unique(
-                _encode(self.obs_encoding_, observations), axis=0, return_inverse=True
+                encode_observations(self.obs_encoding_, observations),
+                axis=0,
+                return_inverse=True,
             )
             inverse = inverse.reshape(-1)
             feats = to_tensor(
@@ -665,7 +589,9 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
     def _features(self, X):
         check_is_fitted(self)
-        return _encode(self.obs_encoding_, check_observations(self.obs_encoding_, X))
+        return encode_observations(
+            self.obs_encoding_, check_observations(self.obs_encoding_, X)
+        )
 
     def _draws(self, X, taus):
         torch = import_torch()
@@ -773,10 +699,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             Higher is better.
         """
         check_is_fitted(self)
-        if not _is_env(X):
-            raise TypeError(
-                f"score takes a gymnasium environment; got {type(X).__name__}."
-            )
+        check_env(X, "MOQuantileAgent", method="score", takes="a gymnasium environment")
         seeds = child_seeds(check_random_state(random_state), n_episodes)
         copies = [copy.deepcopy(X) for _ in seeds]
         _, returns = lockstep_episodes(
@@ -791,12 +714,6 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
     def _make_test_data(self, n_samples, random_state):
         """Offline pulls of the copula bandit (for the GPU check)."""
-        from sklearn_ext.rl._kr_demo import copula_bandit
+        from sklearn_ext.rl._kr_data import copula_bandit
 
         return copula_bandit(n_samples, random_state=random_state)[0], None
-
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._kr_demo import agent_demo
-
-        return agent_demo(cls)

@@ -10,8 +10,8 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 
-from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, rl_tags
-from sklearn_ext.rl._rollouts import episode_returns
+from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, check_env, is_env, rl_tags
+from sklearn_ext.rl._rollouts import episode_returns, run_episodes
 from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
@@ -24,10 +24,6 @@ __all__ = ["TabularQLearning"]
 
 # Columns of a transition table.
 TRANSITION_COLUMNS = ("state", "action", "reward", "next_state", "terminated")
-
-
-def _is_env(obj):
-    return hasattr(obj, "reset") and hasattr(obj, "step")
 
 
 class TabularQLearning(BaseEstimator):
@@ -164,10 +160,10 @@ class TabularQLearning(BaseEstimator):
         self : TabularQLearning
             The fitted agent.
         """
-        if _is_env(X) or (
-            isinstance(X, (list, tuple)) and len(X) and all(_is_env(e) for e in X)
+        if is_env(X) or (
+            isinstance(X, (list, tuple)) and len(X) and all(is_env(e) for e in X)
         ):
-            envs = [X] if _is_env(X) else list(X)
+            envs = [X] if is_env(X) else list(X)
             self._fit_online(envs)
         else:
             self._fit_offline(self._check_transitions(X))
@@ -175,13 +171,10 @@ class TabularQLearning(BaseEstimator):
 
     @staticmethod
     def _discrete_sizes(env):
-        obs, act = env.observation_space, env.action_space
-        if not (hasattr(obs, "n") and hasattr(act, "n")):
-            raise ValueError(
-                "TabularQLearning needs Discrete observation and action spaces; "
-                f"got {type(obs).__name__} and {type(act).__name__}."
-            )
-        return int(obs.n), int(act.n)
+        spec = check_env(
+            env, "TabularQLearning", actions=("Discrete",), observations=("Discrete",)
+        )
+        return spec.n_states, spec.n_actions
 
     def _fit_online(self, envs):
         sizes = {self._discrete_sizes(env) for env in envs}
@@ -197,33 +190,36 @@ class TabularQLearning(BaseEstimator):
         visits = np.zeros((S, A))
         returns = np.empty(self.n_episodes)
         started = [False] * len(envs)
+
+        def act(observations):
+            # epsilon-greedy, ties broken at random
+            if rng.random_sample() < self.epsilon:
+                return [int(rng.randint(A))]
+            q = Q[int(observations[0])]
+            best = np.flatnonzero(q == q.max())
+            return [int(best[rng.randint(len(best))])]
+
+        def learn(i, obs, action, reward, nxt, terminated, info):
+            obs, nxt = int(obs), int(nxt)
+            visits[obs, action] += 1
+            step = self.learning_rate / visits[obs, action] ** 0.6
+            target = reward + (0.0 if terminated else self.gamma * Q[nxt].max())
+            Q[obs, action] += step * (target - Q[obs, action])
+
         for episode in range(self.n_episodes):
             i = int(rng.randint(len(envs)))
-            env = envs[i]
-            obs, _ = env.reset(seed=None if started[i] else seeds[i])
+            seed = None if started[i] else seeds[i]
             started[i] = True
-            total, done, steps = 0.0, False, 0
-            while not done and steps < self.max_episode_steps:
-                if rng.random_sample() < self.epsilon:
-                    action = int(rng.randint(A))
-                else:
-                    best = np.flatnonzero(Q[obs] == Q[obs].max())
-                    action = int(best[rng.randint(len(best))])
-                nxt, reward, terminated, truncated, _ = env.step(action)
-                visits[obs, action] += 1
-                step = self.learning_rate / visits[obs, action] ** 0.6
-                target = reward + (0.0 if terminated else self.gamma * Q[nxt].max())
-                Q[obs, action] += step * (target - Q[obs, action])
-                total += float(reward)
-                obs, done, steps = nxt, terminated or truncated, steps + 1
-            returns[episode] = total
+            returns[episode] = run_episodes(
+                act, [envs[i]], [seed], self.max_episode_steps, on_step=learn
+            )[0]
         self.q_values_ = Q
         self.n_states_, self.n_actions_ = S, A
         self.training_returns_ = returns
         self.n_iter_ = self.n_episodes
 
     def _check_transitions(self, X):
-        if isinstance(X, (list, tuple)) and len(X) and any(_is_env(e) for e in X):
+        if isinstance(X, (list, tuple)) and len(X) and any(is_env(e) for e in X):
             raise TypeError("a list given to fit must hold only environments.")
         X = check_array(X, dtype=float)
         if X.shape[1] != len(TRANSITION_COLUMNS):
@@ -330,8 +326,8 @@ class TabularQLearning(BaseEstimator):
             The mean return.
         """
         check_is_fitted(self)
-        envs = [X] if _is_env(X) else list(X) if isinstance(X, (list, tuple)) else []
-        if not envs or not all(_is_env(e) for e in envs):
+        envs = [X] if is_env(X) else list(X) if isinstance(X, (list, tuple)) else []
+        if not envs or not all(is_env(e) for e in envs):
             raise TypeError(
                 "score needs a gymnasium environment or a list of them (a mean "
                 "return); a transition table cannot score a policy."
@@ -345,25 +341,6 @@ class TabularQLearning(BaseEstimator):
                 ]
             )
         )
-
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.rl._environments import GoalGridWorld
-
-        world = GoalGridWorld()
-        agent = cls(random_state=0).fit(world)
-        rng = np.random.default_rng(1)
-        tasks = [world.sample_task(rng) for _ in range(100)]
-        learned = np.mean([world.success_probability(agent, t) for t in tasks])
-        planner = np.mean([_planner_success(world, t) for t in tasks])
-        return {
-            "data": "GoalGridWorld, 100 unseen tasks (exact success probability)",
-            "metric": "success probability",
-            "score": learned,
-            "baseline": "LP-optimal planner per task (knows goal and slip)",
-            "baseline_score": planner,
-            "greater_is_better": True,
-        }
 
 
 def _planner_success(world, task):

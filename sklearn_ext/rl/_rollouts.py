@@ -1,4 +1,12 @@
-"""Rolling policies out on gymnasium environments."""
+"""Rolling policies out on gymnasium environments: the family's one episode loop.
+
+:func:`run_episodes` steps environments through episodes; everything else that
+runs episodes calls it: :func:`episode_returns` (and so :func:`collect_returns`
+and :meth:`TabularQLearning.score`), :func:`lockstep_episodes` (the data of the
+deep agents' updates, their scores, the thermal evaluations) and
+:class:`TabularQLearning`'s online learning, which updates its table at every
+step through ``on_step``.
+"""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -8,10 +16,17 @@ from numbers import Integral
 import numpy as np
 from joblib import Parallel, delayed
 
+from sklearn_ext.rl._base import check_env
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
 from sklearn_ext.utils._torch import child_seeds
 
-__all__ = ["actions_of", "collect_returns", "episode_returns", "lockstep_episodes"]
+__all__ = [
+    "actions_of",
+    "collect_returns",
+    "episode_returns",
+    "lockstep_episodes",
+    "run_episodes",
+]
 
 # Keys of an offline transition dataset (as d4rl and minari name them).
 TRANSITION_KEYS = (
@@ -40,40 +55,107 @@ def actions_of(policy, observations):
     )
 
 
-def _check_env(env):
-    if not (hasattr(env, "reset") and hasattr(env, "step")):
-        raise TypeError(
-            "expected a gymnasium environment (with reset and step); got "
-            f"{type(env).__name__}."
-        )
-    return env
+def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None):
+    """Run one episode on each environment, all advancing together.
+
+    The family's one episode loop. ``act(observations) -> actions`` is called
+    once per time step on the stacked observations of the episodes still
+    running (one row per episode), so that a policy network evaluates them as
+    one batch; a sequential caller passes one environment. An episode ends
+    when its environment says terminated or truncated, or after
+    ``max_episode_steps`` steps. Rewards may be vectors, of the same width at
+    every step.
+
+    Parameters
+    ----------
+    act : callable
+        ``act(observations) -> actions``, one action per row.
+    envs : list of gymnasium.Env
+        One independent environment per episode (the same object twice would
+        be stepped twice per time step).
+    seeds : list of int or None
+        Seed of each environment's reset (None continues its random stream).
+    max_episode_steps : int
+    gamma : float, default=1.0
+        Discount of the returned returns.
+    on_step : callable, default=None
+        ``on_step(i, observation, action, reward, next_observation,
+        terminated, info)`` after every step of episode ``i``, in time order:
+        the hook of a recorder (:func:`lockstep_episodes`) or of an agent
+        that learns while it acts. Scalar actions arrive as Python numbers,
+        others as arrays; rewards as float64 arrays.
+
+    Returns
+    -------
+    returns : ndarray of shape (n_episodes,) or (n_episodes, n_rewards)
+        Discounted sum of each episode's rewards.
+    """
+    for env in envs:
+        check_env(env, "run_episodes")
+    obs = [np.asarray(env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]
+    running = list(range(len(envs)))
+    returns = [0.0] * len(envs)
+    discount = [1.0] * len(envs)
+    shape = None
+    for _ in range(max_episode_steps):
+        if not running:
+            break
+        actions = np.asarray(act(np.array([obs[i] for i in running])))
+        still = []
+        for i, a in zip(running, actions):
+            a = a.item() if np.ndim(a) == 0 else np.asarray(a)
+            nxt, reward, terminated, truncated, info = envs[i].step(a)
+            nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
+            if shape is None:
+                shape = reward.shape
+            elif reward.shape != shape:
+                raise ValueError(
+                    f"the environment's reward changed shape from {shape} to "
+                    f"{reward.shape}: rewards must have the same width at every "
+                    "step."
+                )
+            if on_step is not None:
+                on_step(i, obs[i], a, reward, nxt, bool(terminated), info)
+            returns[i] = returns[i] + discount[i] * reward
+            discount[i] *= gamma
+            obs[i] = nxt
+            if not (terminated or truncated):
+                still.append(i)
+        running = still
+    return np.asarray(returns, dtype=np.float64)
 
 
 def episode_returns(policy, env, n_episodes, seed, max_episode_steps=1000):
     """Undiscounted returns of ``n_episodes`` episodes of ``policy`` on ``env``.
 
-    The first ``reset`` is seeded with ``seed``; later ones continue the
-    environment's random stream. An episode ends when the environment says
-    terminated or truncated, or after ``max_episode_steps`` steps.
+    The episodes run one after the other on ``env`` (:func:`run_episodes` on
+    the one environment): the first ``reset`` is seeded with ``seed``; later
+    ones continue the environment's random stream. An episode ends when the
+    environment says terminated or truncated, or after ``max_episode_steps``
+    steps.
 
     Returns
     -------
     returns : ndarray of shape (n_episodes,)
     """
-    env = _check_env(env)
-    returns = np.empty(n_episodes)
-    for e in range(n_episodes):
-        obs, _ = env.reset(seed=seed if e == 0 else None)
-        total, steps, done = 0.0, 0, False
-        while not done and steps < max_episode_steps:
-            action = actions_of(policy, [obs])[0]
-            if isinstance(action, np.generic):
-                action = action.item()
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            steps += 1
-            done = terminated or truncated
-        returns[e] = total
+    check_env(env, "episode_returns")
+
+    def act(observations):
+        return actions_of(policy, observations)
+
+    returns = np.concatenate(
+        [
+            run_episodes(act, [env], [seed if e == 0 else None], max_episode_steps)
+            for e in range(n_episodes)
+        ]
+    )
+    if returns.ndim != 1:
+        if returns.shape[1] != 1:
+            raise ValueError(
+                "episode_returns sums scalar rewards; the environment's reward "
+                f"has {returns.shape[1]} entries."
+            )
+        returns = returns[:, 0]
     return returns
 
 
@@ -170,9 +252,10 @@ def collect_returns(
 def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=None):
     """Run one episode on each environment copy, all advancing together.
 
-    ``act(observations) -> actions`` is called once per time step on the
-    observations of the episodes still running, so that a policy network
-    evaluates them as one batch. Rewards may be vectors.
+    :func:`run_episodes` with every transition recorded. ``act(observations)
+    -> actions`` is called once per time step on the observations of the
+    episodes still running, so that a policy network evaluates them as one
+    batch. Rewards may be vectors.
 
     Parameters
     ----------
@@ -191,46 +274,26 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=N
     Returns
     -------
     transitions : dict of list
-        ``observations``, ``actions`` (ints for scalar actions, arrays
+        ``observations``, ``actions`` (ints for scalar integer actions, arrays
         otherwise), ``rewards``, ``next_observations``, ``terminals``
         (terminated, not merely truncated) and ``episodes`` (the index of the
         episode of each step), in time order; ``info`` with ``info_key``.
     returns : ndarray of shape (n_episodes,) or (n_episodes, n_rewards)
         Discounted sum of each episode's rewards.
     """
-    obs = [np.asarray(_check_env(env).reset(seed=s)[0]) for env, s in zip(envs, seeds)]
-    running = list(range(len(envs)))
-    returns = [0.0] * len(envs)
-    discount = np.ones(len(envs))
     out = {k: [] for k in (*TRANSITION_KEYS, "episodes")}
     if info_key is not None:
         out["info"] = []
-    for _ in range(max_episode_steps):
-        if not running:
-            break
-        actions = np.asarray(act(np.stack([obs[i] for i in running])))
-        still = []
-        for i, a in zip(running, actions):
-            a = int(a) if np.ndim(a) == 0 else np.asarray(a)
-            nxt, reward, terminated, truncated, info = envs[i].step(a)
-            nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
-            if out["rewards"] and reward.shape != out["rewards"][0].shape:
-                raise ValueError(
-                    f"the environment's reward changed shape from "
-                    f"{out['rewards'][0].shape} to {reward.shape}: rewards must "
-                    "have the same width at every step."
-                )
-            for key, value in zip(
-                TRANSITION_KEYS, (obs[i], a, reward, nxt, bool(terminated))
-            ):
-                out[key].append(value)
-            out["episodes"].append(i)
-            if info_key is not None:
-                out["info"].append(info[info_key])
-            returns[i] = returns[i] + discount[i] * reward
-            discount[i] *= gamma
-            obs[i] = nxt
-            if not (terminated or truncated):
-                still.append(i)
-        running = still
-    return out, np.asarray(returns, dtype=np.float64)
+
+    def record(i, observation, action, reward, next_observation, terminated, info):
+        values = (observation, action, reward, next_observation, terminated)
+        for key, value in zip(TRANSITION_KEYS, values):
+            out[key].append(value)
+        out["episodes"].append(i)
+        if info_key is not None:
+            out["info"].append(info[info_key])
+
+    returns = run_episodes(
+        act, envs, seeds, max_episode_steps, gamma=gamma, on_step=record
+    )
+    return out, returns

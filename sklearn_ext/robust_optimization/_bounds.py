@@ -4,7 +4,8 @@ Two one-sided bounds on the mean of i.i.d. losses, and their combination over a
 grid of robustness levels that holds simultaneously (a Learn-then-Test style
 family-wise correction):
 
-- :func:`binomial_upper_bound`: exact (Clopper-Pearson) bound for 0/1 losses.
+- :func:`~sklearn_ext.utils._bounds.binomial_upper_bound`: exact
+  (Clopper-Pearson) bound for 0/1 losses, shared with the rl family.
 - :func:`hoeffding_bentkus_upper_bound`: the Hoeffding-Bentkus bound for losses in
   [0, 1] (Bates, Angelopoulos, Lei, Malik and Jordan, 2021).
 - :func:`betting_upper_bound`: the betting (Waudby-Smith-Ramdas) bound for losses
@@ -24,12 +25,13 @@ from functools import lru_cache
 
 import numpy as np
 from scipy.special import betainc, xlogy
-from scipy.stats import beta, binom
+from scipy.stats import binom
+
+from sklearn_ext.utils._bounds import binomial_upper_bound
 
 __all__ = [
     "band_range",
     "betting_upper_bound",
-    "binomial_upper_bound",
     "fixed_sequence_levels",
     "frontier_bounds",
     "hoeffding_bentkus_upper_bound",
@@ -43,18 +45,6 @@ __all__ = [
 # confidence with which the calibrated level is below the exact one.
 _BAND_SIMULATIONS = 4000
 _BAND_CONFIDENCE = 0.999
-
-
-def binomial_upper_bound(n_errors, n, delta):
-    """Exact one-sided Clopper-Pearson upper bound on a Bernoulli mean.
-
-    With probability at least ``1 - delta`` over ``n`` i.i.d. Bernoulli(p) draws
-    with ``n_errors`` successes, ``p <= bound``.
-    """
-    n_errors = np.asarray(n_errors, dtype=float)
-    with np.errstate(invalid="ignore"):
-        bound = beta.ppf(1.0 - delta, n_errors + 1.0, n - n_errors)
-    return np.where(n_errors >= n, 1.0, bound)
 
 
 def _hb_p_value(mean, n, t):

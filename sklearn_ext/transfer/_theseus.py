@@ -122,6 +122,16 @@ class TaskVectorTransporter(BaseEstimator):
     With fewer calibration rows than hidden units the alignment is
     underdetermined and a warning says so.
 
+    The transporter is a scikit-learn estimator (parameters, ``clone``,
+    pickling, parameter validation) but not a data transformer:
+    :meth:`transform` moves a task vector (a dict of parameter updates), not
+    rows, and :meth:`fit` needs the two base models beside the calibration
+    rows. It therefore sets no transformer tags and skips scikit-learn's data
+    checks (the ``_skip_test`` tag), which fit on generated tables without
+    models and transform rows; ``tests/test_family_contracts.py`` checks the
+    parts of the contract that apply (clone, parameter validation, pickling in
+    a fresh process, skops, ``set_params`` then ``fit``, bad input).
+
     References
     ----------
     .. [1] F. Rinaldi, A. Panariello, G. Salici, A. Porrello, S. Calderara,
@@ -163,7 +173,10 @@ class TaskVectorTransporter(BaseEstimator):
     _bench_name = "theseus"
     _not_a_data_estimator = (
         "fit takes two base models beside the calibration rows, and transform "
-        "moves a task vector (a dict of parameter updates), not rows"
+        "moves a task vector (a dict of parameter updates), not rows: "
+        "scikit-learn's data checks do not apply; tests/test_family_contracts.py "
+        "checks clone, parameter validation, pickling, skops, set_params and "
+        "bad input"
     )
 
     def __init__(
@@ -181,15 +194,16 @@ class TaskVectorTransporter(BaseEstimator):
         self.ridge = ridge
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        # Not a transformer of rows (see the class notes): no transformer tags,
+        # and outside scikit-learn's data checks.
+        tags = super().__sklearn_tags__()
+        tags._skip_test = True
+        return tags
+
     @classmethod
     def _get_test_params(cls):
         return {"random_state": 0}
-
-    @classmethod
-    def _demo(cls):
-        from sklearn_ext.transfer._demo import transport_demo
-
-        return transport_demo(cls)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, *, source_base, target_base):

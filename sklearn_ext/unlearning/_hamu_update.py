@@ -10,7 +10,10 @@ region of radius ``R``::
     minimise  g_r . delta   subject to   g_f . delta >= c,   ||delta|| <= R.
 
 The solution (derived from the linear objective over a ball cut by a
-half-space; the minimum lies on the sphere):
+half-space; when the ball reaches ``c`` the minimum lies on the sphere, so a
+feasible step has norm exactly ``R``, except when ``g_r`` is parallel to
+``g_f``: every point of the constraint's disk then costs the same, and its
+centre, of norm ``c / ||g_f|| <= R``, is returned):
 
 - **infeasible** when ``R ||g_f|| < c``: no step in the ball reaches the
   required improvement; the step returned is the smallest one that does,

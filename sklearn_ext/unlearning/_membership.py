@@ -157,9 +157,10 @@ def lira_membership_auc(
     means, one pooled standard deviation for each side (the fixed-variance
     form, stable with few shadows). A target model's score of a row is the
     log-likelihood ratio of its confidence, IN against OUT; the AUC is that
-    of forget rows against held-out rows. 0.5: the forget rows look exactly
-    like rows the model never saw (a model retrained without them scores
-    0.5 up to noise); a model that memorised them scores well above.
+    of forget rows against held-out rows. An AUC of ``0.5``: the forget rows
+    look exactly like rows the model never saw (a model retrained without
+    them scores ``0.5`` up to noise); a model that memorised them scores
+    well above.
 
     Parameters
     ----------

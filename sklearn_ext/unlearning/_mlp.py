@@ -260,25 +260,13 @@ class UnlearnableMLPClassifier(ClassifierMixin, TorchMixin, BaseEstimator):
         )
 
     @classmethod
-    def _get_test_params(cls):
-        return {"hidden_layer_sizes": (8,), "max_iter": 20, "device": "cpu"}
+    def _gpu_check_params(cls):
+        params = {"hidden_layer_sizes": (512, 512), "batch_size": 1024}
+        return {**params, "max_iter": 5, "tol": 0.0}, 50_000
 
     @classmethod
-    def _demo(cls):
-        from sklearn.datasets import load_digits
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.model_selection import train_test_split
-
-        X, y = load_digits(return_X_y=True)
-        X, Xt, y, yt = train_test_split(X, y, test_size=0.3, random_state=0)
-        return {
-            "data": "load_digits, 30% held out",
-            "metric": "accuracy",
-            "score": cls(random_state=0).fit(X, y).score(Xt, yt),
-            "baseline": "LogisticRegression",
-            "baseline_score": LogisticRegression(max_iter=2000).fit(X, y).score(Xt, yt),
-            "greater_is_better": True,
-        }
+    def _get_test_params(cls):
+        return {"hidden_layer_sizes": (8,), "max_iter": 20, "device": "cpu"}
 
     def predict(self, X):
         """Most probable class of each row.

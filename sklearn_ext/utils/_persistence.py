@@ -14,14 +14,18 @@ def skops_trusted_types():
 
     ``skops.io.load(file, trusted=skops_trusted_types())`` loads any fitted
     sklearn_ext estimator without trusting anything outside this package (and
-    the numpy, scipy and scikit-learn types that skops trusts by default).
+    the numpy, scipy and scikit-learn types that skops trusts by default), but
+    for one plain container that fitted state holds and skops does not trust
+    by default: scikit-learn's ``TreePredictor`` (the arrays of the trees of a
+    ``HistGradientBoostingRegressor``, which ``MetaAllocationPolicy`` fits).
     Torch modules are stored as CPU state dicts in bytes
     (``sklearn_ext.utils._torch.ModuleState``), which ``torch.load`` reads with
     ``weights_only=True``; so no pickled code runs on loading.
 
     The list holds every public class of every family (the estimators, the
-    problem classes of ``robust_optimization``, ...) and the package's private
-    containers of fitted state.
+    problem classes of ``robust_optimization``, ...), the package's private
+    containers of fitted state (``ModuleState``, ``TaskVectorTransporter``'s
+    ``Chain``) and that scikit-learn type.
 
     Returns
     -------
@@ -36,7 +40,11 @@ def skops_trusted_types():
     """
     from sklearn_ext import _submodules
 
-    names = {"sklearn_ext.utils._torch.ModuleState"}
+    names = {
+        "sklearn_ext.utils._torch.ModuleState",
+        "sklearn_ext.transfer._models.Chain",
+        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    }
     for sub in _submodules:
         if sub in ("base", "datasets", "utils"):
             continue

@@ -23,6 +23,8 @@ from sklearn.utils._param_validation import (
     Options,
     RealNotInt,
     StrOptions,
+    generate_invalid_param_val,
+    make_constraint,
     validate_params,
 )
 from sklearn.utils.estimator_checks import parametrize_with_checks as _pwc
@@ -51,6 +53,8 @@ __all__ = [
     "_safe_indexing",
     "_fit_context",
     "check_is_fitted",
+    "generate_invalid_param_val",
+    "make_constraint",
     "parametrize_with_checks",
     "validate_data",
     "validate_params",

@@ -9,9 +9,16 @@ Each estimator carries what the harness needs, beside its own code:
   ``{check_name: reason}`` for scikit-learn checks that cannot apply. Entries
   are strict: a listed check that passes fails the suite.
 - ``_paper``: the citation shown by ``python -m sklearn_ext list``.
-- a demo, ``demo_<ClassName>()`` in the family's ``_demo.py`` (a module that
-  only the command line imports), see :func:`sklearn_ext.__main__.run_demo`.
 - ``_bench_name``: the stem ``<name>`` of ``benchmarks/bench_<name>.py``.
+
+Its demo is not on the class: ``demo_<ClassName>()`` in the family's
+``sklearn_ext/<family>/_demo.py``, with the demo's seconds on one core in that
+module's ``SECONDS`` dict. Only the command line and the harness test that runs
+the demos import a ``_demo.py``; what a demo shares with a benchmark, an
+example or the estimator (its data, how a policy is judged) lives in an
+ordinary private module of the family. See
+:func:`sklearn_ext.__main__.demo_function` and
+:func:`sklearn_ext.__main__.run_demo`.
 """
 
 # Authors: The sklearn_ext developers
@@ -53,8 +60,9 @@ def estimators_to_check(estimators=None):
     """Yield the instances of every registered estimator that the checks run on.
 
     Estimators whose class declares ``_not_a_data_estimator`` (a reason: their
-    ``fit`` takes an environment or bounded returns, not ``(X, y)``) are left
-    to their family's contract tests.
+    ``fit`` takes an environment, bounded returns, learning curves or models,
+    not ``(X, y)``) are left to the contract tests of tests/test_rl_contract.py
+    and tests/test_family_contracts.py.
     """
     for _, cls in all_estimators() if estimators is None else estimators:
         if not getattr(cls, "_not_a_data_estimator", None):

@@ -1,4 +1,8 @@
-"""The CLI demo of ConstrainedMaxMinMORL and the evaluation of thermal policies."""
+"""Evaluation of thermal policies, and the setback thermostat within a limit.
+
+Shared by ``benchmarks/bench_maxmin_morl.py`` and anything else that judges a
+policy of the thermal environment.
+"""
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
@@ -9,7 +13,7 @@ import numpy as np
 
 from sklearn_ext.rl._rollouts import lockstep_episodes
 
-__all__ = ["evaluate_policy", "setback_thermostat", "tabular_demo"]
+__all__ = ["SETBACKS", "evaluate_policy", "setback_thermostat"]
 
 
 def evaluate_policy(env, act, seeds):
@@ -50,32 +54,3 @@ def setback_thermostat(env, limit, seeds, setbacks=SETBACKS):
         if energy[0] <= limit:
             return float(setback), returns, float(energy[0])
     raise ValueError(f"no setback up to {setbacks[-1]} K meets {limit} kWh.")
-
-
-def tabular_demo(cls):
-    from sklearn_ext.rl._maxmin import (
-        make_random_momdp,
-        solve_maxmin_lp,
-        solve_weighted_lp,
-    )
-
-    ours, utilitarian = [], []
-    for seed in range(4):
-        mdp, limits = make_random_momdp(random_state=seed)
-        lp = solve_maxmin_lp(mdp, limits)
-        agent = cls(constraints=limits).fit(mdp)
-        feasible = agent.violation_[-1] <= 0.01
-        ours.append(float(agent.objective_values_.min() / lp.value) * feasible)
-        weights = np.full(mdp.n_objectives, 1.0 / mdp.n_objectives)
-        utilitarian.append(solve_weighted_lp(mdp, weights, limits).value / lp.value)
-    return {
-        "data": "make_random_momdp: 4 random constrained MDPs, 10 states, 3 "
-        "actions, 3 objectives, 1 binding constraint",
-        "metric": "worst objective / the LP's max-min optimum (0 if a "
-        "constraint is exceeded by more than 0.01)",
-        "score": float(np.mean(ours)),
-        "baseline": "constrained utilitarian policy (equal weights, exact LP); "
-        "no plain scikit-learn baseline for MDPs",
-        "baseline_score": float(np.mean(utilitarian)),
-        "greater_is_better": True,
-    }

@@ -1,0 +1,162 @@
+"""The ``python -m sklearn_ext demo`` demos of the model-selection family.
+
+Only the command line (and the test harness that runs the demos) imports this
+module. Each ``demo_<ClassName>()`` returns the dict that
+:func:`sklearn_ext.__main__.run_demo` documents; ``SECONDS`` holds each demo's
+measured time on one core, which orders ``make demo`` (longest first).
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+SECONDS = {
+    "IPBTSearchCV": 4,
+    "MetaAllocationPolicy": 5,
+    "ParetoModelSelector": 6,
+}
+
+
+def demo_IPBTSearchCV():
+    """Covertype-like data (3,000 samples), MLP, equal epochs.
+
+    The first 3,000 samples of the benchmark's covertype-like task (half of
+    it, which keeps the demo short).
+    """
+    from scipy.stats import loguniform, uniform
+    from sklearn.model_selection import (
+        RandomizedSearchCV,
+        StratifiedShuffleSplit,
+        train_test_split,
+    )
+    from sklearn.neural_network import MLPClassifier
+
+    from sklearn_ext.model_selection import IPBTSearchCV
+    from sklearn_ext.model_selection._toy import _covertype_like
+
+    # The benchmark's covertype-like task (54 features, 7 classes), where a
+    # first run stalls early and a restarted population overtakes it.
+    X, y = _covertype_like()
+    X, y = X[:3000], y[:3000]
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.25, stratify=y, random_state=0
+    )
+    # Early stopping off: every candidate trains exactly its epochs.
+    mlp = MLPClassifier(
+        (64,), solver="sgd", batch_size=64, n_iter_no_change=10_000, random_state=0
+    )
+    space = {
+        "learning_rate_init": loguniform(1e-4, 0.3),
+        "momentum": uniform(0.0, 0.99),
+        "alpha": loguniform(1e-6, 1e-1),
+    }
+    steps = 40  # epochs per member; both searches train 8 x 40 epochs
+    validation = [
+        next(
+            StratifiedShuffleSplit(1, test_size=0.2, random_state=0).split(
+                X_train, y_train
+            )
+        )
+    ]
+    ipbt = IPBTSearchCV(
+        mlp,
+        space,
+        population_size=8,
+        budget=8 * steps,
+        cv=validation,
+        random_state=0,
+    ).fit(X_train, y_train)
+    baseline = RandomizedSearchCV(
+        mlp.set_params(max_iter=steps),
+        space,
+        n_iter=8,
+        cv=validation,
+        random_state=0,
+    )
+    with warnings.catch_warnings():
+        # Equal budgets: each candidate trains exactly `steps` epochs, so
+        # MLP's "maximum iterations reached" is the plan (as it is for the
+        # IPBT members, whose search silences it), not a failure.
+        warnings.filterwarnings(
+            "ignore", "Stochastic Optimizer: Maximum iterations", ConvergenceWarning
+        )
+        baseline.fit(X_train, y_train)
+    return {
+        "data": "covertype-like make_classification (3,000 samples, 54 features, "
+        "7 classes), MLP, 8 x 40 epochs",
+        "metric": "test accuracy",
+        "score": ipbt.score(X_test, y_test),
+        "baseline": "RandomizedSearchCV",
+        "baseline_score": baseline.score(X_test, y_test),
+        "greater_is_better": True,
+    }
+
+
+def demo_ParetoModelSelector():
+    """Breast cancer, 8 classifiers: error and fit time.
+
+    Both fronts are scored as shares of the exhaustive search's hypervolume,
+    with what each saves of the exhaustive search's cost.
+    """
+    from sklearn.datasets import load_breast_cancer
+
+    from sklearn_ext.model_selection import ParetoModelSelector
+    from sklearn_ext.model_selection._lamps_candidates import (
+        eight_candidates,
+        hv_ratio,
+    )
+
+    X, y = load_breast_cancer(return_X_y=True)
+    runs = {
+        policy: ParetoModelSelector(
+            eight_candidates(), policy=policy, random_state=0
+        ).fit(X, y)
+        for policy in ("meta", "successive_halving", "exhaustive")
+    }
+    ex = runs["exhaustive"]
+    return {
+        "data": "breast cancer, 8 classifiers (error, fit time)",
+        "metric": "front hypervolume / exhaustive",
+        "score": hv_ratio(runs["meta"], ex),
+        "baseline": "successive halving",
+        "baseline_score": hv_ratio(runs["successive_halving"], ex),
+        "greater_is_better": True,
+        "time_saved": 1 - runs["meta"].spent_ / ex.spent_,
+        "baseline_time_saved": 1 - runs["successive_halving"].spent_ / ex.spent_,
+    }
+
+
+def demo_MetaAllocationPolicy():
+    """LCDB learning curves: 70% of data sets learn, 30% test.
+
+    The selector's default parameters, no policy search; replayed on the
+    held-out data sets: mean hypervolume ratio to the exhaustive front,
+    against successive halving.
+    """
+    from sklearn_ext.datasets import load_lcdb_curves
+    from sklearn_ext.model_selection import MetaAllocationPolicy
+    from sklearn_ext.model_selection._allocation import successive_halving
+
+    lcdb = load_lcdb_curves()
+    order = np.random.default_rng(0).permutation(len(lcdb.final_error))
+    cut = int(0.7 * len(order))
+    policy = MetaAllocationPolicy(quantiles=(0.05,), thresholds=(0.03,), random_state=0)
+    policy.fit(lcdb, datasets=order[:cut])
+    problems = [policy.problem(lcdb, d) for d in order[cut:]]
+    problems = [p for p in problems if p is not None]
+    ours = [policy.search(p) for p in problems]
+    halving = [successive_halving(p) for p in problems]
+    return {
+        "data": f"LCDB, {len(problems)} held-out data sets x 20 learners",
+        "metric": "hypervolume / exhaustive",
+        "score": float(np.mean([r.hv_ratio for r in ours])),
+        "baseline": "successive halving",
+        "baseline_score": float(np.mean([r.hv_ratio for r in halving])),
+        "greater_is_better": True,
+        "time_saved": float(np.mean([r.time_saved for r in ours])),
+        "baseline_time_saved": float(np.mean([r.time_saved for r in halving])),
+    }

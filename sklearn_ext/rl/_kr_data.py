@@ -1,0 +1,60 @@
+"""Data of the KR quantile methods and how their joint draws are scored.
+
+A regression whose two outputs' correlation changes sign with a feature, the
+copula bandit (identical marginals, different dependence) and the energy
+score. Shared by the demos, the benchmark, the example and the tests.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from scipy.stats import norm
+
+__all__ = ["copula_bandit", "energy_score", "sign_switch_copula"]
+
+
+def sign_switch_copula(n, random_state=0):
+    """Two outputs whose correlation is +0.8 or -0.8 by the sign of ``X[:, 1]``.
+
+    ``y1 = x0 + 0.5 z1``; ``y2 = -x0 + (1 + 0.5 x1) (rho z1 + sqrt(1 - rho^2) z2)``
+    with ``rho = 0.8 sign(x1)``, ``X`` uniform on [-1, 1]^3 (``x2`` is noise).
+    """
+    rng = np.random.default_rng(random_state)
+    X = rng.uniform(-1, 1, (n, 3))
+    rho = 0.8 * np.sign(X[:, 1])
+    z1, z2 = rng.normal(size=(2, n))
+    y1 = X[:, 0] + 0.5 * z1
+    y2 = -X[:, 0] + (1 + 0.5 * X[:, 1]) * (rho * z1 + np.sqrt(1 - rho**2) * z2)
+    return X, np.column_stack([y1, y2])
+
+
+def copula_bandit(n, shift=0.2, random_state=0):
+    """Offline pulls of two arms with N(0, 1) marginals on both objectives.
+
+    Arm 0 pays ``(x, x) + shift`` (comonotone), arm 1 ``(x, x')`` (independent
+    copies). Returns the transition dataset and the exact CVaR_0.25 of the
+    mean reward of each arm.
+    """
+    rng = np.random.default_rng(random_state)
+    x = rng.normal(size=n)
+    arms = rng.integers(0, 2, n)
+    second = np.where(arms == 0, x, rng.normal(size=n))
+    rewards = np.column_stack([x, second]) + np.where(arms == 0, shift, 0.0)[:, None]
+    zeros = np.zeros(n, dtype=int)
+    data = {
+        "observations": zeros,
+        "actions": arms,
+        "rewards": rewards,
+        "next_observations": zeros,
+        "terminals": np.ones(n, dtype=bool),
+    }
+    tail = norm.pdf(norm.ppf(0.25)) / 0.25
+    return data, np.array([shift - tail, -tail / np.sqrt(2)])
+
+
+def energy_score(draws, y):
+    """Mean energy score of draws (n, m, d) of observations y (n, d); lower wins."""
+    fit = np.linalg.norm(draws - y[:, None], axis=-1).mean(1)
+    spread = np.linalg.norm(draws[:, :, None] - draws[:, None], axis=-1).mean((1, 2))
+    return float(np.mean(fit - 0.5 * spread))
