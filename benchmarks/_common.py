@@ -93,6 +93,27 @@ def machine():
 _FINGERPRINTS = {}
 
 
+def _code_now():
+    """``(script, hashes of the code it runs)`` of the running benchmark, or None."""
+    from sklearn_ext._claims import measured_code
+    from sklearn_ext._claims_code import tree_reader
+
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if path is None:
+        return None
+    try:
+        script = Path(path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return None
+    return script, measured_code(script, tree_reader(ROOT))
+
+
+# The code a run measures is the code at its start: a results file written
+# after the code changed under the run would be recorded against code it did
+# not run, so write_results refuses it.
+_CODE_AT_START = _code_now()
+
+
 def _ledger_entries(name, rows, notes):
     """The claims ledger's entries of ``results/<name>.json``.
 
@@ -112,6 +133,11 @@ def _ledger_entries(name, rows, notes):
         raise KeyError(
             f"{script} writes results/{name}.json but declares no LEDGER[{name!r}]: "
             "every results file is part of the claims ledger"
+        )
+    if _CODE_AT_START is not None and _code_now() != _CODE_AT_START:
+        raise RuntimeError(
+            f"the code {script} runs changed while it ran: results/{name}.json "
+            "would not measure one version of it; rerun on an unchanging tree"
         )
     from fingerprints import FINGERPRINTS
 
@@ -141,6 +167,13 @@ def write_results(name, rows, columns, *, title, notes=""):
     }
     payload.update(_ledger_entries(name, rows, notes))
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    if payload.get("claims_error"):
+        print(
+            f"results/{name}.json is written but its claims could not be read: "
+            f"{payload['claims_error']}; mend LEDGER[{name!r}] and run "
+            f"python tools/ledger_adopt.py --claims {name}",
+            file=sys.stderr,
+        )
 
     def fmt(v):
         return f"{v:.4g}" if isinstance(v, float) else str(v)

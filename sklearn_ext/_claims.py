@@ -111,6 +111,14 @@ class Claim:
         names the figure.
     fmt : str, default=None
         Format of a numeric cell (default: the Markdown table's ``.4g``).
+    timing : bool, default=None
+        The figure is a time or a speed (seconds, a speed-up, queries per
+        second, a share of the wall time). A fingerprint shows that outputs
+        are unchanged, not that speed is: a timing figure stays quotable only
+        while the code hashes exactly as when it was measured. None: decided
+        from the figure and its column (a unit of time, or a column about
+        seconds, speed, queries per second, a time ratio or a time budget;
+        see ``_TIMING``).
     note : str, default=""
     """
 
@@ -123,6 +131,7 @@ class Claim:
     compute: object = None
     notes: str = None
     fmt: str = None
+    timing: bool = None
     note: str = ""
 
 
@@ -149,6 +158,15 @@ _VALUE = re.compile(
 )
 _INTERVAL = re.compile(rf"\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]")
 _SD = re.compile(rf"±\s*({_NUMBER})")
+
+
+# Columns and metrics of times and speeds.
+_TIMING = re.compile(
+    r"(?i)\bseconds?\b|\s(?:s|ms)$|\s(?:s|ms)\)|\bs per\b|\bidle s\b|"
+    r"_seconds\b|\bspeed|\bqps\b|queries per|time ratio|\btime /|/ time\b|"
+    r"epoch time|time with|time budget|\bwall\b|bookkeeping|\bfaster\b|"
+    r"\bslower\b|fit time|build time|loaded / idle"
+)
 
 
 def _to_float(text):
@@ -236,6 +254,12 @@ def extract_claim(name, claim, rows, notes=""):
             row[claim.column], claim.fmt
         )
     subject = _label(row) if row is not None else ("notes" if claim.notes else "rows")
+    timing = claim.timing
+    if timing is None:
+        timing = bool(
+            re.search(r"\d\s?(?:ms|s|min)$", display)
+            or _TIMING.search(f"{claim.column} {claim.metric or ''}")
+        )
     record = {
         "id": f"{name}.{claim.name}",
         "subject": subject,
@@ -245,6 +269,7 @@ def extract_claim(name, claim, rows, notes=""):
         "interval": interval,
         "interval_display": interval_display,
         "cell": [subject, claim.column],
+        "timing": timing,
         "peer": None,
         "peer_value": None,
         "peer_display": None,
@@ -298,32 +323,55 @@ def measured_code(script, read):
     )
 
 
+def ledger_record(spec, script, *, commit, dirty, date, code, bench_code, fingerprint):
+    """The ``ledger`` block of a results file: what was measured, and how."""
+    return {
+        "benchmark": script,
+        "commit": commit,
+        "dirty": dirty,
+        "date": date,
+        "method": spec.method,
+        "data": spec.data,
+        "seeds": spec.seeds,
+        "budget": spec.budget,
+        "code": code,
+        "bench_code": bench_code,
+        "fingerprint": fingerprint,
+        "validated": [],
+    }
+
+
 def ledger_block(name, rows, spec, script, root=ROOT, fingerprint=None, notes=""):
     """The ``ledger`` and ``claims`` entries of a results file being written.
 
     Called by the benchmarks' ``write_results``; ``spec`` is the script's
-    :class:`Ledger` for ``name``.
+    :class:`Ledger` for ``name``. A claim that cannot be read from the rows
+    (a wrong selector) does not lose the run: the entries then hold no
+    claims and a ``claims_error`` (which fails the check), and the claims can
+    be read again from the stored rows once the declaration is mended
+    (``python tools/ledger_adopt.py --claims NAME``).
     """
     read = tree_reader(root)
     code, bench_code = measured_code(script, read)
     dirty = bool(_git(root, "status", "--porcelain", "--", *code, *bench_code))
-    return {
-        "ledger": {
-            "benchmark": script,
-            "commit": _git(root, "rev-parse", "HEAD"),
-            "dirty": dirty,
-            "date": time.strftime("%Y-%m-%d"),
-            "method": spec.method,
-            "data": spec.data,
-            "seeds": spec.seeds,
-            "budget": spec.budget,
-            "code": code,
-            "bench_code": bench_code,
-            "fingerprint": fingerprint,
-            "validated": [],
-        },
-        "claims": [extract_claim(name, c, rows, notes) for c in spec.claims],
+    out = {
+        "ledger": ledger_record(
+            spec,
+            script,
+            commit=_git(root, "rev-parse", "HEAD"),
+            dirty=dirty,
+            date=time.strftime("%Y-%m-%d"),
+            code=code,
+            bench_code=bench_code,
+            fingerprint=fingerprint,
+        )
     }
+    try:
+        out["claims"] = [extract_claim(name, c, rows, notes) for c in spec.claims]
+    except (ValueError, KeyError, TypeError) as exc:
+        out["claims"] = []
+        out["claims_error"] = str(exc)
+    return out
 
 
 # -- the ledger ------------------------------------------------------------------
@@ -520,6 +568,12 @@ def check(root=ROOT):
                 f"{rel}: not in the ledger (no 'ledger' block): rerun its benchmark"
             )
             continue
+        if payload.get("claims_error"):
+            problems.append(
+                f"{rel}: its claims could not be read ({payload['claims_error']}); "
+                f"mend LEDGER[{path.stem!r}] and run python tools/ledger_adopt.py "
+                f"--claims {path.stem}"
+            )
         state, detail = freshness(payload, root, read)
         if state == "stale":
             problems.append(
@@ -529,7 +583,7 @@ def check(root=ROOT):
             )
         elif detail:
             notes.append(f"{rel}: {detail}")
-    ledger = load_ledger(root)
+    ledger = load_ledger(root, with_state=True)
     seen_ids = {}
     for path in results_files(root):
         payload = _load(path)
@@ -545,6 +599,14 @@ def check(root=ROOT):
             if ident not in ledger:
                 problems.append(f"{rel}:{line}: claim {ident!r} has no row")
                 continue
+            record = ledger[ident]
+            if record.get("timing") and record["state"] == "validated":
+                problems.append(
+                    f"{rel}:{line}: claim {ident!r} is a time measured on code "
+                    "that changed since (its fingerprint vouches for outputs, "
+                    f"not speed): rerun {record['benchmark']} on an idle "
+                    "machine, or stop quoting it"
+                )
             try:
                 render(ledger[ident], modifier)
             except ValueError as exc:

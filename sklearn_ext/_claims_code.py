@@ -60,7 +60,8 @@ def git_reader(root, commit):
     return read
 
 
-def _strip_docstrings(tree):
+def docstring_owners(tree):
+    """The module, class and function nodes of ``tree`` that have a docstring."""
     for node in ast.walk(tree):
         if isinstance(
             node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -72,7 +73,12 @@ def _strip_docstrings(tree):
                 and isinstance(body[0].value, ast.Constant)
                 and isinstance(body[0].value.value, str)
             ):
-                node.body = body[1:] or [ast.Pass()]
+                yield node
+
+
+def _strip_docstrings(tree):
+    for node in list(docstring_owners(tree)):
+        node.body = node.body[1:] or [ast.Pass()]
     return tree
 
 

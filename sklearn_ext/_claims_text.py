@@ -45,6 +45,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sklearn_ext._claims_code import docstring_owners
+
 __all__ = [
     "Finding",
     "bare_figures",
@@ -66,6 +68,8 @@ FIGURE = re.compile(
     rf"|{_NUM}\s?(?:ms|s|min|minutes|seconds|hours?|MB|GB|KB|MiB|GiB)(?![\w/])"
     r"|\d+\s+(?:seeds?\s+)?of\s+\d+\s+seeds?"
     r"|\d+\s+seeds?\s+of\s+\d+"
+    rf"|{_NUM}\s+times\s+(?:faster|slower|more|less|larger|smaller|fewer|as)\b"
+    rf"|{_NUM}[eE][+\-−]?\d+"  # scientific notation
     rf"|{_INT}\.\d+(?!\.\d)"  # a decimal (not a version)
     r")(?![\w.]\d)"
 )
@@ -129,7 +133,8 @@ def text_sources(root):
     """``(relative path, kind)`` of every text that may quote figures.
 
     ``kind`` is ``"md"`` (the README), ``"rst"`` (the docs), ``"example"``
-    or ``"python"`` (docstrings of the package).
+    or ``"python"`` (docstrings of the package, but for the ledger's own
+    modules, whose docstrings show its syntax).
     """
     root = Path(root)
     out = []
@@ -148,14 +153,23 @@ def text_sources(root):
     out += [
         (p.relative_to(root).as_posix(), "python")
         for p in sorted((root / "sklearn_ext").rglob("*.py"))
+        if not p.name.startswith("_claims")
     ]
     return out
 
 
+_LITERAL = re.compile(r"``.+?``")
+
+
 def claim_references(path, text):
-    """``(line, claim id, modifier)`` of every role and placeholder in ``text``."""
+    """``(line, claim id, modifier)`` of every role and placeholder in ``text``.
+
+    A role shown as code (inside a double-backquoted literal) is an example of
+    the syntax, not a reference.
+    """
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
+        line = _LITERAL.sub(" ", line)
         for pattern in (ROLE, PLACEHOLDER):
             for match in pattern.finditer(line):
                 ident, _, modifier = match.group(1).strip().partition(":")
@@ -316,20 +330,10 @@ def _md_prose(text):
 
 def _docstrings(source):
     """``(first line, text)`` of the module, class and function docstrings."""
-    out = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(
-            node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-        ):
-            body = node.body
-            if (
-                body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                out.append((body[0].lineno, body[0].value.value))
-    return out
+    return [
+        (node.body[0].lineno, node.body[0].value.value)
+        for node in docstring_owners(ast.parse(source))
+    ]
 
 
 def _example_text(source):

@@ -249,3 +249,45 @@ def test_normalized_hash_ignores_docstrings_and_comments_only():
     b = "def f(x):\n    return x\n"
     assert normalized_hash(a) == normalized_hash(b)
     assert normalized_hash(b) != normalized_hash("def f(x):\n    return -x\n")
+
+
+def test_a_wrong_selector_keeps_the_run_and_fails_the_check(project):
+    spec = Ledger("ToyEstimator", "toy", 5, {}, [Claim("x", "spectral", "ACC")])
+    block = ledger_block("toy", ROWS, spec, "benchmarks/bench_toy.py", project)
+    assert block["claims"] == [] and "0 rows match" in block["claims_error"]
+    path = project / "benchmarks/results/toy.json"
+    payload = json.loads(path.read_text())
+    payload.update(block)
+    path.write_text(json.dumps(payload))
+    assert any("could not be read" in p for p in _problems(project))
+
+
+def test_ratios_in_words_and_scientific_notation_are_figures():
+    text = "It is 6 times faster and reaches 7e-5; ``tol=1e-4`` is a setting.\n"
+    found = [f.text.split("'")[1] for f in bare_figures("x.rst", "rst", text)]
+    assert found == ["6 times faster", "7e-5"]
+
+
+def test_a_quoted_time_needs_the_code_it_was_measured_on(project, monkeypatch):
+    rows = [*ROWS, {"method": "fit", "ACC": "2.5 s", DIFF: ""}]
+    spec = Ledger(
+        "ToyEstimator", "toy", 5, {}, [*SPEC.claims, Claim("t", "fit", "ACC")]
+    )
+    path = project / "benchmarks/results/toy.json"
+    payload = json.loads(path.read_text())
+    payload.update(
+        ledger_block("toy", rows, spec, "benchmarks/bench_toy.py", project, [1.0])
+    )
+    payload["rows"] = rows
+    path.write_text(json.dumps(payload))
+    assert payload["claims"][-1]["timing"] is True
+    guide = project / "docs/user_guide/toy.rst"
+    guide.write_text(guide.read_text() + "\nA fit takes :claim:`toy.t`.\n")
+    write(project)
+    assert _problems(project) == []
+    code = project / "sklearn_ext/toy.py"
+    code.write_text(code.read_text().replace("double(x) + 1", "1 + double(x)"))
+    monkeypatch.setattr(_claims, "compute_fingerprint", lambda *a: [1.0])
+    assert revalidate(None, project, log=lambda m: None) == []
+    problems = _problems(project)
+    assert len(problems) == 1 and "claim 'toy.t' is a time measured" in problems[0]

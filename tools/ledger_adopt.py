@@ -3,6 +3,12 @@
 Usage (from the repository root)::
 
     python tools/ledger_adopt.py NAME [NAME ...]
+    python tools/ledger_adopt.py --claims NAME [NAME ...]
+
+With ``--claims``, a results file already in the ledger gets its claims read
+again from its stored rows with the script's current ``LEDGER[NAME]`` (after a
+claim was added to the declaration, or a selector mended); its measurement
+record (commit, code, fingerprint) is kept as it is.
 
 For ``benchmarks/results/NAME.json`` without a ``ledger`` block: the commit
 that last wrote it is taken as the commit that measured it; the hashes of the
@@ -32,6 +38,7 @@ from sklearn_ext._claims import (  # noqa: E402
     benchmark_of,
     compute_fingerprint,
     extract_claim,
+    ledger_record,
     measured_code,
     revalidate,
 )
@@ -83,24 +90,20 @@ def adopt(name):
         raise SystemExit(f"{name}: {script} did not exist at {commit[:10]}")
     code, bench_code = measured_code(script, read)
     stem = Path(script).stem[len("bench_") :]
-    payload["ledger"] = {
-        "benchmark": script,
-        "commit": commit,
-        "dirty": False,
-        "date": payload.get("date"),
-        "method": spec.method,
-        "data": spec.data,
-        "seeds": spec.seeds,
-        "budget": spec.budget,
-        "code": code,
-        "bench_code": bench_code,
-        "fingerprint": fingerprint_at(stem, commit),
-        "validated": [],
-        "adopted": (
-            f"measured before the claims ledger existed; committed at {commit}, "
-            "whose code hashes and fingerprint are recorded here"
-        ),
-    }
+    payload["ledger"] = ledger_record(
+        spec,
+        script,
+        commit=commit,
+        dirty=False,
+        date=payload.get("date"),
+        code=code,
+        bench_code=bench_code,
+        fingerprint=fingerprint_at(stem, commit),
+    )
+    payload["ledger"]["adopted"] = (
+        f"measured before the claims ledger existed; committed at {commit}, "
+        "whose code hashes and fingerprint are recorded here"
+    )
     payload["claims"] = [
         extract_claim(name, c, payload["rows"], payload.get("notes", ""))
         for c in spec.claims
@@ -110,10 +113,33 @@ def adopt(name):
     revalidate([name], ROOT)
 
 
+def reread_claims(name):
+    path = ROOT / "benchmarks" / "results" / f"{name}.json"
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    if "ledger" not in payload:
+        raise SystemExit(f"{name}: not in the ledger yet: adopt it first")
+    script = payload["ledger"]["benchmark"]
+    module = runpy.run_path(str(ROOT / script), run_name="ledger_adopt")
+    spec = module.get("LEDGER", {}).get(name)
+    if spec is None:
+        raise SystemExit(f"{name}: {script} declares no LEDGER[{name!r}]")
+    payload["claims"] = [
+        extract_claim(name, c, payload["rows"], payload.get("notes", ""))
+        for c in spec.claims
+    ]
+    payload.pop("claims_error", None)
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    print(f"{name}: {len(payload['claims'])} claims read from the stored rows")
+
+
 def main(argv):
     if not argv:
         print(__doc__)
         return 2
+    if argv[0] == "--claims":
+        for name in argv[1:]:
+            reread_claims(name)
+        return 0
     for name in argv:
         adopt(name)
     return 0
