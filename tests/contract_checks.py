@@ -312,3 +312,60 @@ def bad_ids(cases):
     """``(case, bad)`` pairs and their ids, to parametrize the bad-input test."""
     pairs = [(case, bad) for case in cases for bad in case.bad]
     return pairs, [f"{case.id}-{bad.id}" for case, bad in pairs]
+
+
+def contract_tests(cases):
+    """The contract's test functions for ``cases``, to put in a test module.
+
+    ``globals().update(contract_tests(CASES))`` gives the module the
+    parametrised tests (and the module-scoped ``unpickled`` fixture that
+    pickles every case in one fresh interpreter), so that the tests are
+    written once for every family that uses the contract.
+    """
+    ids = [case.id for case in cases]
+    bad, bad_names = bad_ids(cases)
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_clone(case):
+        skip_without(case)
+        check_clone(case)
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_param_validation(case):
+        skip_without(case)
+        check_param_validation(case)
+
+    @pytest.fixture(scope="module")
+    def unpickled(tmp_path_factory):
+        present = [case for case in cases if available(case)]
+        return outputs_in_fresh_process(present, tmp_path_factory.mktemp("pickles"))
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_pickle_in_fresh_process(case, unpickled):
+        skip_without(case)
+        check_pickle_in_fresh_process(case, unpickled)
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_skops_round_trip(case, tmp_path):
+        skip_without(case)
+        check_skops_round_trip(case, tmp_path)
+
+    @pytest.mark.parametrize("case", cases, ids=ids)
+    def test_set_params_then_fit(case):
+        skip_without(case)
+        check_set_params_then_fit(case)
+
+    @pytest.mark.parametrize("case, bad", bad, ids=bad_names)
+    def test_bad_input(case, bad):
+        skip_without(case)
+        check_bad_input(case, bad)
+
+    return {
+        "test_clone": test_clone,
+        "test_param_validation": test_param_validation,
+        "unpickled": unpickled,
+        "test_pickle_in_fresh_process": test_pickle_in_fresh_process,
+        "test_skops_round_trip": test_skops_round_trip,
+        "test_set_params_then_fit": test_set_params_then_fit,
+        "test_bad_input": test_bad_input,
+    }

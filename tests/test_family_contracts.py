@@ -17,20 +17,7 @@ import pickle
 
 import numpy as np
 import pytest
-from contract_checks import (
-    Bad,
-    available,
-    bad_ids,
-    cases_of,
-    check_bad_input,
-    check_clone,
-    check_param_validation,
-    check_pickle_in_fresh_process,
-    check_set_params_then_fit,
-    check_skops_round_trip,
-    outputs_in_fresh_process,
-    skip_without,
-)
+from contract_checks import Bad, cases_of, contract_tests
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -298,8 +285,6 @@ POLICY = cases_of(
 )
 
 CASES = [*TRANSPORTER, *POLICY]
-IDS = [case.id for case in CASES]
-BAD, BAD_IDS = bad_ids(CASES)
 
 
 def test_every_exempt_estimator_has_a_contract_test():
@@ -335,46 +320,7 @@ def test_transporter_is_not_taken_for_a_transformer():
     assert not any("transformer" in r["check_name"] for r in results)
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_clone(case):
-    skip_without(case)
-    check_clone(case)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_param_validation(case):
-    skip_without(case)
-    check_param_validation(case)
-
-
-@pytest.fixture(scope="module")
-def unpickled(tmp_path_factory):
-    cases = [case for case in CASES if available(case)]
-    return outputs_in_fresh_process(cases, tmp_path_factory.mktemp("pickles"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_pickle_in_fresh_process(case, unpickled):
-    skip_without(case)
-    check_pickle_in_fresh_process(case, unpickled)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_skops_round_trip(case, tmp_path):
-    skip_without(case)
-    check_skops_round_trip(case, tmp_path)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_set_params_then_fit(case):
-    skip_without(case)
-    check_set_params_then_fit(case)
-
-
-@pytest.mark.parametrize("case, bad", BAD, ids=BAD_IDS)
-def test_bad_input(case, bad):
-    skip_without(case)
-    check_bad_input(case, bad)
+globals().update(contract_tests(CASES))
 
 
 # --- the puzzle solvers: scikit-learn's data checks, on puzzles --------------------

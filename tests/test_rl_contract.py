@@ -10,21 +10,7 @@ scikit-learn's checks in tests/test_common.py.)
 """
 
 import numpy as np
-import pytest
-from contract_checks import (
-    Bad,
-    available,
-    bad_ids,
-    cases_of,
-    check_bad_input,
-    check_clone,
-    check_param_validation,
-    check_pickle_in_fresh_process,
-    check_set_params_then_fit,
-    check_skops_round_trip,
-    outputs_in_fresh_process,
-    skip_without,
-)
+from contract_checks import Bad, cases_of, contract_tests
 
 from sklearn_ext.rl import (
     ConstrainedMaxMinMORL,
@@ -480,8 +466,6 @@ CASES = [
     *MAX_MIN,
     *TABULAR_LAGRANGIAN,
 ]
-IDS = [case.id for case in CASES]
-BAD, BAD_IDS = bad_ids(CASES)
 
 
 # --- the contract ----------------------------------------------------------------
@@ -500,43 +484,4 @@ def test_every_exempt_agent_has_a_case():
         assert "tests/test_rl_contract.py" in cls._not_a_data_estimator, cls
 
 
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_clone(case):
-    skip_without(case)
-    check_clone(case)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_param_validation(case):
-    skip_without(case)
-    check_param_validation(case)
-
-
-@pytest.fixture(scope="module")
-def unpickled(tmp_path_factory):
-    cases = [case for case in CASES if available(case)]
-    return outputs_in_fresh_process(cases, tmp_path_factory.mktemp("pickles"))
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_pickle_in_fresh_process(case, unpickled):
-    skip_without(case)
-    check_pickle_in_fresh_process(case, unpickled)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_skops_round_trip(case, tmp_path):
-    skip_without(case)
-    check_skops_round_trip(case, tmp_path)
-
-
-@pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_set_params_then_fit(case):
-    skip_without(case)
-    check_set_params_then_fit(case)
-
-
-@pytest.mark.parametrize("case, bad", BAD, ids=BAD_IDS)
-def test_bad_input(case, bad):
-    skip_without(case)
-    check_bad_input(case, bad)
+globals().update(contract_tests(CASES))
