@@ -16,7 +16,9 @@ scaled duals ``u_{e,s}`` for each end ``s`` of each edge, step size ``rho``:
     u_es <- u_{e,s} + F_{e,s} x_{end s} - z_e
 
 with ``S_i = sum_{(e,s) at i} F_{e,s}' F_{e,s}``. The x-update is one batched
-Cholesky solve whose factor is computed once per forward pass. Every step is
+product with the inverse of ``Q_i + rho S_i``, computed once per forward pass
+(an LU inverse of these small blocks, whose backward is two products, cheaper
+than a Cholesky factor's triangular solves). Every step is
 differentiable, so encoders producing ``Q``, ``q`` and the restriction maps
 train end to end through the ``n_iter`` unrolled iterations.
 """
@@ -102,17 +104,15 @@ class SheafADMM(nn.Module):
         if edge_types is None:
             types = np.arange(len(edges))
         else:
-            # Stored sorted by type (stably), so that each type's maps apply
-            # to one contiguous block of edges in a single batched product;
-            # ``self.edges`` gives the order of the per-edge states.
+            # Stored sorted by type (stably), the order of the per-edge
+            # states in ``self.edges`` since the first release (fitted models
+            # keep it).
             types = np.asarray(edge_types, dtype=np.int64)
             order = np.argsort(types, kind="stable")
             edges, types = edges[order], types[order]
-        self.shared = edge_types is not None
         self.register_buffer("edges", torch.tensor(edges))
         self.register_buffer("edge_types", torch.tensor(types))
         n_types = int(types.max()) + 1 if len(types) else 0
-        self.type_counts = np.bincount(types, minlength=n_types).tolist()
         self.n_agents = int(n_agents)
         self.stalk_dim = int(stalk_dim)
         self.edge_dim = int(edge_dim)
@@ -148,14 +148,8 @@ class SheafADMM(nn.Module):
 
     def _restrict(self, F, x_ends, adjoint=False):
         """Apply each edge end's map (or its transpose) to (batch, E, 2, d)."""
-        if not self.shared:
-            pattern = "esdv,besd->besv" if adjoint else "esdv,besv->besd"
-            return torch.einsum(pattern, F, x_ends)
-        pattern = "sdv,besd->besv" if adjoint else "sdv,besv->besd"
-        blocks = x_ends.split(self.type_counts, dim=1)
-        return torch.cat(
-            [torch.einsum(pattern, F[t], b) for t, b in enumerate(blocks)], dim=1
-        )
+        pattern = "esdv,besd->besv" if adjoint else "esdv,besv->besd"
+        return torch.einsum(pattern, F, x_ends)
 
     def _scatter(self, per_end, batch):
         """Sum per-edge-end vectors (batch, E, 2, d) into their agents."""
@@ -200,17 +194,15 @@ class SheafADMM(nn.Module):
         states : SheafADMMStates or None
         """
         batch = q.shape[0]
-        F_type = self.type_maps()
-        F = F_type[self.edge_types]  # (E, 2, d_e, d_v)
+        F = self.maps()  # (E, 2, d_e, d_v): one einsum per restriction
         rho = self.log_rho.exp()
         FtF = F.transpose(-1, -2) @ F  # (E, 2, d_v, d_v)
         S = FtF.new_zeros(self.n_agents, self.stalk_dim, self.stalk_dim)
         S = S.index_add(0, self.edges.reshape(-1), FtF.reshape(-1, *FtF.shape[2:]))
         # The system matrix is the same in every iteration: invert it once
-        # (through its Cholesky factor) and apply the inverse as a product.
-        inverse = torch.cholesky_inverse(torch.linalg.cholesky(Q + rho * S))
-        if self.shared:
-            F = F_type
+        # and apply the inverse as a product (of these small blocks, as a
+        # broadcast product and a sum: cheaper than a batched matmul).
+        inverse = torch.linalg.inv(Q + rho * S)
         ends = self.edges.reshape(-1)  # (2E,): both ends of each edge
         n_edges = len(self.edges)
         if z is None:
@@ -221,7 +213,7 @@ class SheafADMM(nn.Module):
         for _ in range(self.n_iter):
             pull = self._restrict(F, z[:, :, None] - u, adjoint=True)
             rhs = -q + rho * self._scatter(pull, batch)
-            x = (inverse @ rhs[..., None])[..., 0]
+            x = (inverse * rhs[..., None, :]).sum(-1)
             x_ends = x.index_select(1, ends).reshape(batch, n_edges, 2, x.shape[-1])
             Fx = self._restrict(F, x_ends)
             z = (Fx + u).mean(dim=2)
