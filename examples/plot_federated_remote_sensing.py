@@ -156,7 +156,7 @@ print(f"pixel k-means took {pixel_seconds:.1f} s; the superpixels {sp_seconds:.2
 # the noise that bounds what each institution's releases reveal about any
 # one superpixel blurs the prototypes of these few hundred samples per
 # client, and some classes merge (``benchmarks/results/fedmvc_privacy.md``
-# measures the loss over three scenes). Pixel-level k-means in one place is as
+# measures the loss over five scenes). Pixel-level k-means in one place is as
 # accurate here, but it needs every pixel at one institution and clusters
 # about fifty times more samples. ``benchmarks/bench_fedmvc.py`` measures
 # these gaps over five scenes and the federation on mfeat over six clients.
