@@ -51,7 +51,8 @@ fit and tensorly's masked CP of the (layers, senders, receivers) tensor:
 held-out AUC, ARI of the senders' and of the receivers' factors against the
 communities, and the paired AUC difference against the undirected fit.
 
-Run ``python benchmarks/bench_tginee.py`` (``--quick`` for a smoke run).
+Run ``python benchmarks/bench_tginee.py`` (``--parts correlation peers
+inference efficiency mice directed speed``; ``--quick`` for a smoke run).
 """
 
 import argparse
@@ -65,6 +66,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 
+from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.datasets import load_mice_connectomes, make_multilayer_network
 from sklearn_ext.network import TGINEE, dyads_to_tensor, tensor_to_dyads
 
@@ -655,29 +657,7 @@ def masked_solve_speed(n_nodes=300, n_layers=32, missing=0.1, repeat=5):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument(
-        "--speed-only", action="store_true", help="only the time and memory table"
-    )
-    parser.add_argument("--correlation-only", action="store_true", help="only part 0")
-    parser.add_argument("--mice-only", action="store_true", help="only part 3")
-    parser.add_argument("--directed-only", action="store_true", help="only part 5")
-    args = parser.parse_args()
-    quick = args.quick
-    if args.speed_only:
-        _write_speed(quick)
-        return
-    if args.mice_only:
-        _write_mice()
-        return
-    if args.directed_only:
-        _write_directed(quick)
-        return
-    _write_correlation(quick)
-    if args.correlation_only:
-        return
+def _write_peers(quick):
     write_results(
         "tginee_peers",
         peers_part(80 if quick else 200, [0] if quick else [0, 1, 2]),
@@ -692,6 +672,9 @@ def main():
         title="T-GINEE against peers on generated multilayer networks "
         "(held-out 10% of dyads; mean ± std over seeds)",
     )
+
+
+def _write_inference(quick):
     write_results(
         "tginee_inference",
         inference_part(60 if quick else 100, 5 if quick else 100),
@@ -706,6 +689,9 @@ def main():
         ],
         title="T-GINEE sandwich intervals of beta: coverage and efficiency",
     )
+
+
+def _write_efficiency(quick):
     write_results(
         "tginee_efficiency",
         efficiency_part(60 if quick else 100, 5 if quick else 100),
@@ -719,10 +705,6 @@ def main():
         title="T-GINEE: spread of beta over repetitions with half of the entries "
         "unobserved (identity link, 100 nodes, 3 layers)",
     )
-    if not quick:
-        _write_mice()
-    _write_directed(quick)
-    _write_speed(quick)
 
 
 def _write_mice():
@@ -804,6 +786,425 @@ def _write_speed(quick):
         title="One T-GINEE fit (exchangeable) against tensorly's CP plus statsmodels' "
         "GEE on the covariates (layer correlation 0.6, rank 2)",
     )
+
+
+_BUDGET = {
+    "ours": "TGINEE at rank 2 (4 on the mouse connectomes) with its other "
+    "parameters at their defaults, no tuning",
+    "peers": "tensorly's masked parafac at the same rank (random init, 200 "
+    "iterations), per-layer adjacency spectral embedding at the same rank, "
+    "statsmodels' GEE (Binomial, exchangeable) on the covariates; untuned",
+}
+_SPEED_BUDGET = {
+    "ours": "one TGINEE fit at its defaults (rank 2)",
+    "peers": "one tensorly parafac at the same rank (random init, 200 "
+    "iterations); statsmodels' GEE on the covariates",
+}
+
+
+def _correlation_claims():
+    claims = []
+    diff = "auc - independence [95% CI]"
+    for rho in (0.0, 0.3, 0.6, 0.9):
+        for hidden in (0.0, 0.3):
+            for cov in COVS:
+                row = {
+                    "layer_correlation": rho,
+                    "hidden entries": hidden,
+                    "working_covariance": cov,
+                }
+                key = f"{cov}_r{rho:g}_h{hidden:g}"
+                claims += [
+                    Claim(f"{key}_auc", row, "auc", metric="held-out AUC"),
+                    Claim(f"{key}_ari", row, "community_ari"),
+                    Claim(f"{key}_beta", row, "beta_rel_error"),
+                    Claim(f"{key}_rounds", row, "rounds"),
+                ]
+                if cov != "independence":
+                    claims.append(
+                        Claim(
+                            f"{key}_vs_independence",
+                            row,
+                            diff,
+                            metric="held-out AUC, this - independence",
+                            peer={**row, "working_covariance": "independence"},
+                            peer_column="auc",
+                        )
+                    )
+
+    def extreme(pick, correlated):
+        def compute(rows):
+            values = [
+                float(r["community_ari"])
+                for r in rows
+                if float(r["layer_correlation"]) > 0
+                and (r["working_covariance"] != "independence") == correlated
+            ]
+            value = pick(values)
+            return value, f"{value:.3f}"
+
+        return compute
+
+    for name, pick in (("min", min), ("max", max)):
+        for side, correlated in (("correlated", True), ("independence", False)):
+            claims.append(
+                Claim(
+                    f"ari_{side}_{name}",
+                    0,
+                    "community_ari",
+                    metric=f"{name} community ARI over layer correlation > 0, "
+                    f"{side} working covariance",
+                    compute=extreme(pick, correlated),
+                )
+            )
+
+    def rounds(pick):
+        def compute(rows):
+            value = pick(
+                int(r["rounds"])
+                for r in rows
+                if r["working_covariance"] != "independence"
+                and float(r["layer_correlation"]) > 0
+            )
+            return value, str(value)
+
+        return compute
+
+    claims += [
+        Claim(
+            f"rounds_{name}",
+            0,
+            "rounds",
+            metric=f"{name} rounds of the correlated fits, layer correlation > 0",
+            compute=rounds(pick),
+        )
+        for name, pick in (("min", min), ("max", max))
+    ]
+    return claims
+
+
+def _directed_claims():
+    claims = []
+    for flows in ("asymmetric", "symmetric"):
+        for method, key in (
+            ("directed", "directed"),
+            ("undirected", "undirected"),
+            ("tensorly CP", "cp"),
+        ):
+            row = {"flows": flows, "method": method}
+            claims += [
+                Claim(f"{flows}_{key}_auc", row, "auc", metric="held-out AUC"),
+                Claim(f"{flows}_{key}_sender_ari", row, "sender_ari"),
+                Claim(f"{flows}_{key}_receiver_ari", row, "receiver_ari"),
+            ]
+            if method != "undirected":
+                claims.append(
+                    Claim(
+                        f"{flows}_{key}_vs_undirected",
+                        row,
+                        "auc - undirected [95% CI]",
+                        metric="held-out AUC, this - undirected",
+                        peer={"flows": flows, "method": "undirected"},
+                        peer_column="auc",
+                    )
+                )
+    return claims
+
+
+def _peer_claims():
+    claims = []
+    methods = {
+        "independence": "TGINEE, independence",
+        "exchangeable": "TGINEE, exchangeable",
+        "unstructured": "TGINEE, unstructured",
+        "cp": "tensorly parafac (masked CP)",
+        "ase": "per-layer ASE (scipy)",
+        "gee": "statsmodels GEE, covariates only",
+    }
+    for rho in (0.0, 0.6):
+        for key, method in methods.items():
+            row = {"layer_correlation": rho, "method": method}
+            claims.append(
+                Claim(f"{key}_r{rho:g}_auc", row, "auc", metric="held-out AUC")
+            )
+            if key != "gee":
+                claims.append(Claim(f"{key}_r{rho:g}_ari", row, "community_ari"))
+            if key not in ("cp", "ase"):
+                claims.append(Claim(f"{key}_r{rho:g}_beta", row, "beta_rel_error"))
+    return claims
+
+
+def _inference_claims():
+    claims = []
+    for rho in (0.0, 0.6):
+        for cov in ("independence", "exchangeable"):
+            row = {"layer_correlation": rho, "working_covariance": cov}
+            key = f"{cov}_r{rho:g}"
+            claims += [
+                Claim(f"{key}_coverage", row, "coverage_95", fmt=".3f"),
+                Claim(f"{key}_width", row, "mean_ci_width", fmt=".3f"),
+                Claim(f"{key}_sd", row, "empirical_sd_beta", fmt=".4f"),
+            ]
+
+    def coverage(pick):
+        def compute(rows):
+            value = pick(float(r["coverage_95"]) for r in rows)
+            return value, f"{value:.3f}"
+
+        return compute
+
+    claims += [
+        Claim(
+            f"coverage_{name}",
+            0,
+            "coverage_95",
+            metric=f"{name} coverage of the 95% intervals over the rows",
+            compute=coverage(pick),
+        )
+        for name, pick in (("min", min), ("max", max))
+    ]
+    claims.append(
+        Claim(
+            "intervals_per_row",
+            0,
+            "repetitions",
+            metric="intervals per row (repetitions x layers x covariates)",
+            compute=lambda rows: (
+                int(rows[0]["repetitions"]) * 6,
+                str(int(rows[0]["repetitions"]) * 6),
+            ),
+            note="3 layers x 2 covariates per repetition",
+        )
+    )
+    return claims
+
+
+def _efficiency_claims():
+    claims = []
+    for rho in (0.0, 0.6, 0.9):
+        for cov in ("exchangeable", "unstructured"):
+            row = {"layer_correlation": rho, "working_covariance": cov}
+            claims.append(
+                Claim(
+                    f"{cov}_r{rho:g}_ratio",
+                    row,
+                    "sd_vs_independence",
+                    metric="spread of beta, this / independence",
+                    fmt=".2f" if rho else ".3f",
+                )
+            )
+    return claims
+
+
+def _mice_claims():
+    methods = {
+        "independence": "TGINEE, independence",
+        "exchangeable": "TGINEE, exchangeable",
+        "unstructured": "TGINEE, unstructured",
+        "cp": "tensorly parafac (masked CP)",
+        "ase": "per-layer ASE (scipy)",
+    }
+    claims = []
+    for key, method in methods.items():
+        claims += [
+            Claim(f"{key}_auc", method, "auc", metric="held-out AUC", fmt=".3f"),
+            Claim(f"{key}_ari", method, "block_ari_14", fmt=".2f"),
+        ]
+
+    def ari(pick):
+        def compute(rows):
+            value = pick(float(r["block_ari_14"]) for r in rows)
+            return value, f"{value:.2f}"
+
+        return compute
+
+    claims += [
+        Claim(
+            f"ari_{name}",
+            0,
+            "block_ari_14",
+            metric=f"{name} ARI of the 14 anatomical blocks over the methods",
+            compute=ari(pick),
+        )
+        for name, pick in (("min", min), ("max", max))
+    ]
+    return claims
+
+
+def _ratio_range(column):
+    def extreme(pick):
+        def compute(rows):
+            value = pick(float(r[column]) for r in rows)
+            return value, f"{value:.1f}"
+
+        return compute
+
+    return [
+        Claim(
+            f"ratio_{name}",
+            0,
+            column,
+            metric=f"{name} of {column} over the sizes",
+            compute=extreme(pick),
+        )
+        for name, pick in (("min", min), ("max", max))
+    ]
+
+
+_GENERATED = (
+    "make_multilayer_network (logit link, rank 2, 3 communities, 2 dyad covariates)"
+)
+LEDGER = {
+    "tginee_correlation": Ledger(
+        "TGINEE (working_covariance independence / exchangeable / unstructured)",
+        f"{_GENERATED}: 200 nodes, 4 layers, layer correlation 0 / 0.3 / 0.6 / "
+        "0.9, 0% or 30% of the training entries hidden; 10% of the dyads held out",
+        10,
+        {"ours": _BUDGET["ours"], "peers": "the same model under independence"},
+        _correlation_claims(),
+    ),
+    "tginee_peers": Ledger(
+        "TGINEE",
+        f"{_GENERATED}: 200 nodes, 4 layers, layer correlation 0 and 0.6; 10% "
+        "of the dyads held out",
+        3,
+        _BUDGET,
+        _peer_claims(),
+    ),
+    "tginee_inference": Ledger(
+        "TGINEE (sandwich intervals of beta)",
+        f"{_GENERATED}: 100 nodes, 3 layers, layer correlation 0 and 0.6",
+        100,
+        {"ours": _BUDGET["ours"], "peers": "none: coverage of the nominal level"},
+        _inference_claims(),
+    ),
+    "tginee_efficiency": Ledger(
+        "TGINEE (spread of beta by working covariance)",
+        "make_multilayer_network (identity link), 100 nodes, 3 layers, layer "
+        "correlation 0 / 0.6 / 0.9, half of the entries hidden at random",
+        100,
+        {"ours": _BUDGET["ours"], "peers": "the same model under independence"},
+        _efficiency_claims(),
+    ),
+    "tginee_mice": Ledger(
+        "TGINEE",
+        "load_mice_connectomes: 32 binary layers (non-zero weights), 332 nodes, "
+        "no covariates; 10% of the dyads held out",
+        "one split (random_state=0)",
+        _BUDGET,
+        _mice_claims(),
+    ),
+    "tginee_directed": Ledger(
+        "TGINEE (directed=True)",
+        "make_multilayer_network(directed=True, asymmetric=True / False): 100 "
+        "nodes, 4 layers, layer correlation 0.6; 10% of the dyads held out",
+        10,
+        {
+            "ours": _BUDGET["ours"],
+            "peers": "the undirected TGINEE fit; tensorly's masked parafac of the "
+            "(layers, senders, receivers) tensor at rank 2",
+        },
+        _directed_claims(),
+    ),
+    "tginee_speed": Ledger(
+        "TGINEE",
+        "make_multilayer_network: 100, 300 and 1000 nodes, 10 layers, rank 2",
+        "random_state=0",
+        _SPEED_BUDGET,
+        _ratio_range("ratio_tginee_over_parafac")
+        + [
+            Claim("seconds_1000", {"n_nodes": 1000}, "tginee_seconds", fmt=".0f"),
+            Claim("peak_mb_1000", {"n_nodes": 1000}, "tginee_peak_mb", fmt=".0f"),
+            Claim(
+                "parafac_peak_mb_1000", {"n_nodes": 1000}, "parafac_peak_mb", fmt=".0f"
+            ),
+        ],
+    ),
+    "tginee_masked_solve": Ledger(
+        "TGINEE's GEE blocks (MaskedInverse + gee_blocks)",
+        "a fitted model's moments at 300 nodes (44,850 dyads), 32 layers, 10% "
+        "of the entries missing at random",
+        "random_state=0",
+        {"ours": "best of 5 calls", "peers": "the same call on complete data"},
+        [
+            Claim(
+                f"{cov}_ratio",
+                cov,
+                "ratio_missing_over_complete",
+                metric="time with 10% missing / complete",
+                fmt=".2f",
+            )
+            for cov in ("exchangeable", "unstructured")
+        ]
+        + [
+            Claim(
+                f"{cov}_{what}_seconds",
+                cov,
+                column,
+                fmt=".2f",
+            )
+            for cov in ("exchangeable", "unstructured")
+            for what, column in (
+                ("complete", "complete_seconds"),
+                ("missing", "10% missing_seconds"),
+            )
+        ],
+    ),
+    "tginee_two_step_speed": Ledger(
+        "TGINEE (exchangeable)",
+        "make_multilayer_network: 500 nodes, 8 layers, layer correlation 0.6",
+        "random_state=0",
+        _SPEED_BUDGET,
+        [
+            Claim("tginee_seconds", 0, "tginee_seconds", fmt=".1f"),
+            Claim("parafac_seconds", 0, "parafac_seconds", fmt=".1f"),
+            Claim("gee_seconds", 0, "statsmodels_gee_seconds", fmt=".1f"),
+            Claim("ratio", 0, "ratio_tginee_over_two_step", fmt=".2f"),
+        ],
+    ),
+}
+
+
+PARTS = {
+    "correlation": _write_correlation,
+    "peers": _write_peers,
+    "inference": _write_inference,
+    "efficiency": _write_efficiency,
+    "mice": lambda quick: _write_mice(),
+    "directed": _write_directed,
+    "speed": lambda quick: _write_speed(quick),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=list(PARTS),
+        default=None,
+        help="the parts to run (all by default, the mouse part not with --quick; "
+        "speed only on an idle machine)",
+    )
+    parser.add_argument(
+        "--speed-only", action="store_true", help="only the time and memory table"
+    )
+    parser.add_argument("--correlation-only", action="store_true", help="only part 0")
+    parser.add_argument("--mice-only", action="store_true", help="only part 3")
+    parser.add_argument("--directed-only", action="store_true", help="only part 5")
+    args = parser.parse_args()
+    parts = args.parts or [p for p in PARTS if not (args.quick and p == "mice")]
+    for flag, part in (
+        ("speed_only", "speed"),
+        ("correlation_only", "correlation"),
+        ("mice_only", "mice"),
+        ("directed_only", "directed"),
+    ):
+        if getattr(args, flag):
+            parts = [part]
+    for part in parts:
+        PARTS[part](args.quick)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ This example generates such a cohort on the shipped mouse connectomes
 (:func:`~sklearn_ext.datasets.make_brain_cohort`), fits MuHL and its fixed
 k-NN-hyperedge ablation, compares them with logistic regression on the same
 rows, and plots the learned hyperedges over the regions, the planted regions
-marked. It runs in about a minute on a laptop CPU.
+marked.
 """
 
 # Authors: The sklearn_ext developers

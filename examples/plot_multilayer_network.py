@@ -19,8 +19,6 @@ correlated layers, holds out 10% of the dyads, and then shows:
 - the estimated working correlation;
 - the coefficients, with their sandwich 95% intervals, against the truth;
 - held-out link AUC, against a GEE on the covariates alone.
-
-It runs in under a minute on a laptop CPU.
 """
 
 # Authors: The sklearn_ext developers
