@@ -10,8 +10,9 @@ mean normalised regret) comes from 1e5 fresh samples.
 Part 1, validity (the headline claim). 200 independent calibration draws of
 500 fresh samples each (``calibrate``); a draw violates a frontier when some
 level's bound lies below the truth. Four frontiers are compared, at
-delta = 0.1: ours (simultaneous: Clopper-Pearson for miscoverage, the betting
-bound for regret, with the Bonferroni/Learn-then-Test split), ours with the
+delta = 0.1: ours at the defaults (``bound="simultaneous"``: one simultaneous
+Clopper-Pearson band on the miscoverage curve, the betting bound for the
+regret split over the levels), ours with the
 Hoeffding-Bentkus regret bound (``regret_bound="hoeffding_bentkus"``),
 Clopper-Pearson and Hoeffding-Bentkus without the correction (pointwise, each
 at level delta), and the naive empirical frontier. Also the mean gap between
@@ -50,7 +51,9 @@ read off the regret curve on 100 radii between the pool's 50% and 99.9%
 score quantiles. Regret in this part is PyEPO's normalised regret,
 ``sum(regret) / sum(|z*|)``, of the chosen policy on the pool.
 
-Run ``python benchmarks/bench_conformal_robust.py`` (``--quick`` for a smoke run).
+Run ``python benchmarks/bench_conformal_robust.py`` (``--quick`` for a smoke run;
+``--frontier-only``, ``--lp-speed-only``, ``--validity-only`` and ``--speed-only``
+run part 4, the LP speed table, parts 1 and 2, or part 3 alone).
 """
 
 import argparse
@@ -61,6 +64,7 @@ from _common import paired_interval, write_results
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.linear_model import Ridge
 
+from sklearn_ext._claims import Claim, Ledger, parse_cell
 from sklearn_ext.datasets import make_shortest_path
 from sklearn_ext.robust_optimization import (
     ConformalRobustOptimizer,
@@ -585,11 +589,354 @@ def _write_lp_speed(n_rows, n_cvxpy):
     )
 
 
+# --- the claims ledger ----------------------------------------------------------
+
+_BOUNDS = {
+    "ltt": 'frontier, bound="ltt-bonferroni"',
+    "simultaneous": 'frontier, bound="simultaneous"',
+    "fixed": 'frontier, bound="fixed-sequence"',
+    "marginal_ball": "l2 ball a priori, E[miscoverage] <= 0.1",
+}
+
+
+def _over(column, pick, policy=None, n_cal=None, sign=1.0, transform=None):
+    """``pick`` over the frontier rows (of ``policy``, at ``n_cal``) of a column."""
+
+    def compute(rows):
+        values = []
+        for r in rows:
+            if policy is None and not r["policy"].startswith("frontier"):
+                continue
+            if policy is not None and r["policy"] != _BOUNDS[policy]:
+                continue
+            if n_cal is not None and r["n_cal"] != n_cal:
+                continue
+            value = r[column]
+            if isinstance(value, str):
+                value = parse_cell(value)[0]
+            values.append(sign * value if transform is None else transform(value))
+        return float(pick(values))
+
+    return compute
+
+
+def _cell(problem, n_cal, policy, column, name, fmt=None):
+    return Claim(
+        name,
+        {"problem": problem, "n_cal": n_cal, "policy": _BOUNDS[policy]},
+        column,
+        fmt=fmt,
+    )
+
+
+def _gap_difference(rows):
+    """Simultaneous minus LTT-Bonferroni, mean miscoverage gap over all levels
+    (shortest path, degree 2, 500 samples)."""
+    cells = {
+        r["policy"]: r["gap, miscoverage (all levels)"]
+        for r in rows
+        if r["problem"] == "shortest path, degree 2" and r["n_cal"] == 500
+    }
+    return cells[_BOUNDS["simultaneous"]] - cells[_BOUNDS["ltt"]]
+
+
+def _regret_gap_ratio(pick):
+    def compute(rows):
+        gap = {
+            (r["degree"], r["frontier"]): r["mean gap, regret"]
+            for r in rows
+            if r["frontier"].startswith("ours")
+        }
+        degrees = sorted({d for d, _ in gap})
+        return float(
+            pick(
+                [
+                    gap[(d, "ours, Hoeffding-Bentkus regret")] / gap[(d, "ours")]
+                    for d in degrees
+                ]
+            )
+        )
+
+    return compute
+
+
+_SP2, _SP4 = "shortest path, degree 2", "shortest path, degree 4"
+_LP = "LP, 10 variables (batched barrier)"
+_GAP = "gap, miscoverage (levels with alpha <= 0.5)"
+_GAP_ALL = "gap, miscoverage (all levels)"
+_MISSES = "draws with miscoverage > 0.1"
+_PROTOCOL = {
+    "ours": "ConformalRobustOptimizer(Ridge(), problem, delta=0.1) over its default "
+    "grid of 50 levels, each bound option; select(max_miscoverage=0.1)",
+    "peers": "the split-conformal l2 ball of the same shape with its radius fixed "
+    "a priori (training-conditional and marginal guarantees); LTT-Bonferroni is "
+    "the baseline of the bounds; every policy on the same calibration draws",
+}
+
+LEDGER = {
+    "conformal_robust_frontier": Ledger(
+        "ConformalRobustOptimizer",
+        "shortest path 5x5 (degree 2 and 4), a 10-asset portfolio and a "
+        "10-variable allocation LP; Ridge on 1000 training samples; calibration "
+        "draws of 500 and 100 samples from a pool of 20,000 (4,000 for the LP) "
+        "whose means are the truth",
+        "500 calibration draws per setting",
+        _PROTOCOL,
+        [
+            Claim(
+                "violation_min",
+                0,
+                "violation rate",
+                fmt=".1%",
+                compute=_over("violation rate", min),
+                metric="lowest rate of draws with some bound below the truth",
+            ),
+            Claim(
+                "violation_max",
+                0,
+                "violation rate",
+                fmt=".1%",
+                compute=_over("violation rate", max),
+                metric="highest rate of draws with some bound below the truth",
+            ),
+            Claim(
+                "allowed",
+                0,
+                "allowed",
+                fmt=".0%",
+                metric="violation rate allowed (delta + 3 standard errors)",
+            ),
+            Claim(
+                "tighter_500_min",
+                0,
+                "gap vs ltt-bonferroni [95% CI]",
+                fmt=".4f",
+                compute=_over(
+                    "gap vs ltt-bonferroni [95% CI]", min, "simultaneous", 500, -1.0
+                ),
+                metric="miscoverage gap, LTT-Bonferroni minus simultaneous, "
+                "smallest setting (500 samples)",
+            ),
+            Claim(
+                "tighter_500_max",
+                0,
+                "gap vs ltt-bonferroni [95% CI]",
+                fmt=".4f",
+                compute=_over(
+                    "gap vs ltt-bonferroni [95% CI]", max, "simultaneous", 500, -1.0
+                ),
+                metric="miscoverage gap, LTT-Bonferroni minus simultaneous, "
+                "largest setting (500 samples)",
+            ),
+            Claim(
+                "tighter_100_min",
+                0,
+                "gap vs ltt-bonferroni [95% CI]",
+                fmt=".4f",
+                compute=_over(
+                    "gap vs ltt-bonferroni [95% CI]", min, "simultaneous", 100, -1.0
+                ),
+                metric="miscoverage gap, LTT-Bonferroni minus simultaneous, "
+                "smallest setting (100 samples)",
+            ),
+            Claim(
+                "tighter_100_max",
+                0,
+                "gap vs ltt-bonferroni [95% CI]",
+                fmt=".4f",
+                compute=_over(
+                    "gap vs ltt-bonferroni [95% CI]", max, "simultaneous", 100, -1.0
+                ),
+                metric="miscoverage gap, LTT-Bonferroni minus simultaneous, "
+                "largest setting (100 samples)",
+            ),
+            _cell(_SP2, 500, "simultaneous", _GAP, "sp2_gap_simultaneous", ".4f"),
+            _cell(_SP2, 500, "ltt", _GAP, "sp2_gap_ltt", ".4f"),
+            _cell(
+                _SP2, 500, "simultaneous", _GAP_ALL, "sp2_gap_all_simultaneous", ".4f"
+            ),
+            _cell(_SP2, 500, "ltt", _GAP_ALL, "sp2_gap_all_ltt", ".4f"),
+            Claim(
+                "sp2_gap_all_looser",
+                0,
+                _GAP_ALL,
+                fmt=".3f",
+                compute=_gap_difference,
+                metric="miscoverage gap over all levels, simultaneous minus "
+                "LTT-Bonferroni (shortest path, degree 2, 500 samples)",
+            ),
+            Claim(
+                "fixed_vs_ball_min",
+                0,
+                "regret - PAC ball [95% CI]",
+                fmt="+.4f",
+                compute=_over("regret - PAC ball [95% CI]", min, "fixed"),
+                metric="regret of the fixed-sequence choice minus the PAC "
+                "ball's, smallest setting",
+            ),
+            Claim(
+                "fixed_vs_ball_max",
+                0,
+                "regret - PAC ball [95% CI]",
+                fmt="+.4f",
+                compute=_over("regret - PAC ball [95% CI]", max, "fixed"),
+                metric="regret of the fixed-sequence choice minus the PAC "
+                "ball's, largest setting",
+            ),
+            Claim(
+                "fixed_misses_min",
+                0,
+                _MISSES,
+                fmt=".1%",
+                compute=_over(_MISSES, min, "fixed"),
+            ),
+            Claim(
+                "fixed_misses_max",
+                0,
+                _MISSES,
+                fmt=".1%",
+                compute=_over(_MISSES, max, "fixed"),
+            ),
+            Claim(
+                "marginal_misses_min",
+                0,
+                _MISSES,
+                fmt=".1%",
+                compute=_over(_MISSES, min, "marginal_ball"),
+            ),
+            Claim(
+                "marginal_misses_max",
+                0,
+                _MISSES,
+                fmt=".1%",
+                compute=_over(_MISSES, max, "marginal_ball"),
+            ),
+            Claim(
+                "select_simultaneous_100",
+                0,
+                "select(0.1) succeeds",
+                fmt=".0%",
+                compute=_over("select(0.1) succeeds", min, "simultaneous", 100),
+                metric="lowest share of draws where select(max_miscoverage=0.1) "
+                "succeeds, default bound, 100 samples",
+            ),
+            Claim(
+                "select_ltt_fails_100",
+                0,
+                "select(0.1) succeeds",
+                fmt=".1%",
+                compute=_over(
+                    "select(0.1) succeeds", max, "ltt", 100, transform=lambda v: 1.0 - v
+                ),
+                metric="highest share of draws where select(max_miscoverage=0.1) "
+                "fails, LTT-Bonferroni, 100 samples",
+            ),
+        ]
+        + [
+            _cell(problem, n_cal, policy, "regret (PyEPO)", f"{key}_{n_cal}_{policy}")
+            for key, problem in (("sp4", _SP4), ("lp", _LP))
+            for n_cal in (500, 100)
+            for policy in ("ltt", "simultaneous", "fixed")
+        ],
+    ),
+    "conformal_robust_validity": Ledger(
+        "ConformalRobustOptimizer",
+        "shortest path 5x5 of degree 1, 2 and 4 (Ridge, 1000 training samples); "
+        "calibration draws of 500 fresh samples; the truth from 1e5 fresh samples",
+        "200 calibration draws per degree",
+        {
+            "ours": "ConformalRobustOptimizer at its defaults (delta=0.1, 50 levels, "
+            "l2 sets), betting and Hoeffding-Bentkus regret bounds",
+            "peers": "pointwise Clopper-Pearson and Hoeffding-Bentkus bounds "
+            "(no correction), the naive empirical frontier",
+        },
+        [
+            Claim(
+                "betting_closer_min",
+                0,
+                "mean gap, regret",
+                fmt=".1f",
+                compute=_regret_gap_ratio(min),
+                metric="Hoeffding-Bentkus regret gap over the betting bound's, "
+                "smallest over degrees",
+            ),
+            Claim(
+                "betting_closer_max",
+                0,
+                "mean gap, regret",
+                fmt=".1f",
+                compute=_regret_gap_ratio(max),
+                metric="Hoeffding-Bentkus regret gap over the betting bound's, "
+                "largest over degrees",
+            ),
+        ],
+    ),
+    "conformal_robust_usefulness": Ledger(
+        "ConformalRobustOptimizer",
+        "shortest path 5x5 of degree 1, 2 and 4 (Ridge, 1000 training samples); "
+        "calibration draws of 500 fresh samples; the truth from 1e5 fresh samples",
+        "200 calibration draws per degree",
+        {
+            "ours": "ConformalRobustOptimizer at its defaults, "
+            "select(max_miscoverage=0.1)",
+            "peers": "MAPIE split-conformal boxes fixed a priori (Bonferroni over "
+            "the edges, and per edge), the split-conformal l2 ball, the nominal "
+            "policy; same draws",
+        },
+        [],
+    ),
+    "conformal_robust_speed": Ledger(
+        "ConformalRobustOptimizer",
+        "shortest path 5x5 (degree 2), robust decisions for 1e4 contexts",
+        "one run",
+        {
+            "ours": "ShortestPathProblem.solve_robust, one batched call",
+            "peers": "cvxpy with a compiled parametrised problem per context (HiGHS "
+            "for the box LP, Clarabel for the l2 SOCP relaxation), 1000 timed and "
+            "extrapolated",
+        },
+        [],
+    ),
+    "conformal_robust_lp_speed": Ledger(
+        "ConformalRobustOptimizer",
+        "a random bounded polytope of 10 variables and 6 inequalities; 1e4 rows of "
+        "random costs and half-widths",
+        "one run",
+        {
+            "ours": "LinearProblem.solve_robust(..., 'l2'), the batched barrier, "
+            "one call; a fit with 450 calibration rows and 50 levels",
+            "peers": "cvxpy/Clarabel with a compiled parametrised problem per row, "
+            "1000 timed and extrapolated",
+        },
+        [
+            Claim("barrier_seconds", 0, "batched barrier s", fmt=".1f"),
+            Claim("cvxpy_seconds", 0, "cvxpy s (one at a time)", fmt=".1f"),
+            Claim("speed_up", 0, "speed-up", fmt=".1f"),
+            Claim("max_gap", 0, "max relative objective gap", fmt=".1e"),
+            Claim(
+                "fit_seconds",
+                0,
+                "fit with 450 calibration rows x 50 levels, s",
+                fmt=".0f",
+            ),
+        ],
+    ),
+}
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--frontier-only", action="store_true", help="only part 4")
     parser.add_argument("--lp-speed-only", action="store_true", help="only LP speed")
+    parser.add_argument(
+        "--validity-only",
+        action="store_true",
+        help="only parts 1 and 2 (validity and usefulness), no timing",
+    )
+    parser.add_argument(
+        "--speed-only", action="store_true", help="only part 3 (shortest-path speed)"
+    )
     args = parser.parse_args()
     n_ctx, n_cvx = (1000, 100) if args.quick else (10_000, 1000)
     if args.lp_speed_only:
@@ -597,6 +944,9 @@ def main():
         return
     if args.frontier_only:
         _write_frontier(args.quick)
+        return
+    if args.speed_only:
+        _write_speed(n_ctx, n_cvx)
         return
     n_reps, n_test = (10, 5000) if args.quick else (200, 100_000)
     degrees = (2,) if args.quick else (1, 2, 4)
@@ -627,8 +977,14 @@ def main():
         "'regret / ours' divides by the mean regret of the level chosen from the "
         "frontier.",
     )
+    if args.validity_only:
+        return
     _write_lp_speed(n_ctx, n_cvx)
-    rows = speed(n_ctx, n_cvx)
+    _write_speed(n_ctx, n_cvx)
+
+
+def _write_speed(n_contexts, n_cvxpy):
+    rows = speed(n_contexts, n_cvxpy)
     write_results(
         "conformal_robust_speed",
         rows,

@@ -120,6 +120,7 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.model_selection import IPBTSearchCV
 from sklearn_ext.model_selection._incremental import incremental_protocol, train
 from sklearn_ext.model_selection._toy import _covertype_like, _PBTToyProblem
@@ -895,6 +896,225 @@ def overhead_part(seeds):
             "restart optimiser, joblib dispatch (n_jobs=1)."
         ),
     )
+
+
+# --- the claims ledger ---------------------------------------------------------------
+
+_TASKS_DATA = (
+    "six tasks (digits and covertype-like MLPs, SGD on covertype-like data, a "
+    "skorch CNN and NBCGClassifier on the digits, an MLP regressor on Friedman "
+    "#1); per seed a 25% test set and one 20% validation split shared by all "
+    "methods"
+)
+_TASKS_BUDGET = {
+    "ours": "IPBTSearchCV at its defaults (8 members, restarts, first interval 1% "
+    "of T) with 8 x T training epochs; the best member's schedule replayed on "
+    "training + validation",
+    "peers": "the same 8 x T epochs each: PBT with ready intervals 1, 4 and 16 "
+    "epochs; RandomizedSearchCV, 8 candidates x T; HalvingRandomSearchCV with "
+    "the epochs as resource, as many candidates as fit the budget; Optuna TPE "
+    "with the median pruner, trials trained epoch by epoch until the budget is "
+    "spent; each refits its best on training + validation",
+}
+
+
+def _mean_of(column, scale=1.0):
+    return lambda rows: float(np.mean([r[column] for r in rows])) * scale
+
+
+def _extreme(column, pick, scale=1.0):
+    return lambda rows: float(pick([r[column] for r in rows])) * scale
+
+
+def _below_median(task):
+    def compute(rows):
+        row = next(r for r in rows if r["task"] == task)
+        return row["PBT median"] - row["IPBT"]
+
+    return compute
+
+
+_ABLATION_COLUMNS = {
+    "no_restarts": "IPBT − no restarts (PBT k=1)",
+    "random_settings": "IPBT − restart settings all random",
+    "fresh_weights": "IPBT − restart weights all fresh",
+    "init2": "IPBT − enlarged starts (init_multiplier=2)",
+}
+
+LEDGER = {
+    "ipbt_toy": Ledger(
+        "IPBTSearchCV",
+        "the PBT paper's toy problem (Jaderberg et al. 2017, Fig. 2), 8 members x "
+        "200 steps",
+        5,
+        {
+            "ours": "IPBTSearchCV at its defaults, 8 x 200 steps",
+            "peers": "PBT with fixed ready intervals of 1, 2, 5, 10, 20 and 50 steps, "
+            "the same members and steps",
+        },
+        [
+            Claim(
+                "ipbt_q",
+                0,
+                "IPBT",
+                metric="best Q, mean over seeds",
+                compute=_mean_of("IPBT"),
+            ),
+            Claim(
+                "median_q",
+                0,
+                "PBT median",
+                metric="median fixed-interval PBT's best Q, mean over seeds",
+                compute=_mean_of("PBT median"),
+            ),
+            Claim(
+                "wins",
+                None,
+                "seeds with IPBT >= the median fixed-interval PBT",
+                notes=r"IPBT >= median fixed-interval PBT in (\d+)/\d+ seeds",
+            ),
+            Claim(
+                "near_optimum",
+                None,
+                "seeds with IPBT's Q >= 1.19",
+                notes=r"IPBT Q >= 1.19 in (\d+)/\d+ seeds",
+            ),
+        ],
+    ),
+    "ipbt_tasks": Ledger(
+        "IPBTSearchCV",
+        _TASKS_DATA,
+        5,
+        _TASKS_BUDGET,
+        [
+            Claim(
+                "pbt1_digits",
+                {"task": "MLP/digits", "method": "PBT k=1"},
+                "test accuracy",
+            ),
+            Claim(
+                "pbt1_covtype",
+                {"task": "MLP/covtype", "method": "PBT k=1"},
+                "test accuracy",
+            ),
+            Claim(
+                "cnn_ipbt", {"task": "CNN/digits", "method": "IPBT"}, "test accuracy"
+            ),
+            Claim(
+                "cnn_tpe",
+                {"task": "CNN/digits", "method": "Optuna TPE+median"},
+                "test accuracy",
+            ),
+        ],
+    ),
+    "ipbt_summary": Ledger(
+        "IPBTSearchCV",
+        _TASKS_DATA,
+        5,
+        _TASKS_BUDGET,
+        [
+            Claim(
+                "digits_below_median",
+                "MLP/digits",
+                "PBT median",
+                metric="PBT-interval median minus IPBT",
+                fmt=".4f",
+                compute=_below_median("MLP/digits"),
+            ),
+            Claim(
+                "nbcg_below_median",
+                "NBCG/digits",
+                "PBT median",
+                metric="PBT-interval median minus IPBT",
+                fmt=".4f",
+                compute=_below_median("NBCG/digits"),
+            ),
+            Claim("covtype_vs_random", "MLP/covtype", "IPBT − Random"),
+            Claim("covtype_vs_halving", "MLP/covtype", "IPBT − Halving"),
+            Claim("covtype_vs_optuna", "MLP/covtype", "IPBT − Optuna"),
+        ],
+    ),
+    "ipbt_ranks": Ledger(
+        "IPBTSearchCV",
+        _TASKS_DATA,
+        5,
+        _TASKS_BUDGET,
+        [
+            Claim("ipbt_rank", "IPBT", "mean normalised rank", fmt=".3f"),
+            Claim(
+                "halving_rank",
+                "HalvingRandomSearchCV",
+                "mean normalised rank",
+                fmt=".3f",
+            ),
+            Claim(
+                "ipbt_at_median",
+                "IPBT",
+                "tasks >= PBT median",
+                metric="tasks where IPBT's mean is at or above the PBT-interval median",
+            ),
+        ],
+    ),
+    "ipbt_ablation": Ledger(
+        "IPBTSearchCV",
+        _TASKS_DATA,
+        5,
+        {
+            "ours": _TASKS_BUDGET["ours"],
+            "peers": "IPBT with one mechanism removed, the same 8 x T epochs",
+        },
+        [
+            Claim("no_restarts_digits", "MLP/digits", _ABLATION_COLUMNS["no_restarts"]),
+            Claim(
+                "no_restarts_covtype", "MLP/covtype", _ABLATION_COLUMNS["no_restarts"]
+            ),
+            Claim(
+                "fresh_weights_covtype",
+                "MLP/covtype",
+                _ABLATION_COLUMNS["fresh_weights"],
+            ),
+            Claim(
+                "random_settings_covtype",
+                "MLP/covtype",
+                _ABLATION_COLUMNS["random_settings"],
+            ),
+            Claim("init2_digits", "MLP/digits", _ABLATION_COLUMNS["init2"]),
+        ]
+        + [
+            Claim(
+                f"{key}_lower",
+                "tasks where the ablation scores lower",
+                column,
+                metric="tasks where the ablation scores lower than IPBT",
+            )
+            for key, column in _ABLATION_COLUMNS.items()
+        ],
+    ),
+    "ipbt_overhead": Ledger(
+        "IPBTSearchCV",
+        "MLPClassifier((64,)) on the digits, 8 members x 100 epochs, n_jobs=1",
+        3,
+        {"ours": "IPBTSearchCV at its defaults", "peers": "none (own overhead)"},
+        [
+            Claim(
+                "bookkeeping_min",
+                0,
+                "bookkeeping %",
+                fmt=".1%",
+                metric="bookkeeping share of the wall time, lowest seed",
+                compute=_extreme("bookkeeping %", min, 0.01),
+            ),
+            Claim(
+                "bookkeeping_max",
+                0,
+                "bookkeeping %",
+                fmt=".1%",
+                metric="bookkeeping share of the wall time, highest seed",
+                compute=_extreme("bookkeeping %", max, 0.01),
+            ),
+        ],
+    ),
+}
 
 
 def main():

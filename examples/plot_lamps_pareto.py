@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 
 from sklearn_ext.model_selection import ParetoModelSelector
-from sklearn_ext.model_selection._lamps_demo import eight_candidates, hv_ratio
+from sklearn_ext.model_selection._lamps_candidates import eight_candidates, hv_ratio
 
 X, y = load_digits(return_X_y=True)
 names = [
@@ -94,5 +94,6 @@ plt.show()
 
 # %%
 # On data this small, fit time barely grows with the rows, so landmarks cost
-# nearly as much as full fits (on breast cancer LAMPS saves nothing); the
-# savings come on data where the full fits are expensive. See the user guide.
+# nearly as much as full fits (on breast cancer LAMPS saves little); the
+# savings come on data where the full fits are expensive. The user guide
+# quotes the benchmark's figures.
