@@ -40,6 +40,7 @@ Parts
 
 import argparse
 import copy
+import re
 import sys
 import time
 import warnings
@@ -51,6 +52,7 @@ from scipy.stats import spearmanr
 from sklearn.datasets import load_digits, make_classification
 from sklearn.model_selection import train_test_split
 
+from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.unlearning import (
     HAMUUnlearner,
     UnlearnableMLPClassifier,
@@ -471,6 +473,352 @@ def part_membership(seeds, n_shadow=16):
             }
         )
     return out
+
+
+# --- the claims ledger ---------------------------------------------------------------
+
+_DATASETS = {"digits": "digits", "generated": "make_classification"}
+_KINDS = {"random": "random 10%", "class": "one class"}
+_METHODS = {
+    "gold": "retrained (gold)",
+    "original": "original",
+    "hamu": "HAMU",
+    "ga": "gradient ascent",
+    "neggrad": "NegGrad+",
+}
+_N_SEEDS = 5
+_FIGURE = r"([+\-]?[\d.]+(?: \[[^\]]*\])?)"
+
+
+def _find(rows, row):
+    (found,) = [r for r in rows if all(r.get(k) == v for k, v in row.items())]
+    return found
+
+
+def _match(row, column, pattern):
+    """The first group of ``pattern`` in a cell (a figure, maybe its interval)."""
+
+    def compute(rows):
+        return re.search(pattern, _find(rows, row)[column]).group(1)
+
+    return compute
+
+
+def _count(row, column, pattern):
+    """A count "k/n" written in a cell, displayed "k of n"."""
+
+    def compute(rows):
+        found = re.search(pattern, _find(rows, row)[column])
+        k, n = int(found.group(1)), int(found.group(2))
+        return k, f"{k} of {n}"
+
+    return compute
+
+
+def _matched_comparisons(significant):
+    """Comparisons of part 1 where HAMU's retain accuracy is not below (or,
+    ``significant``, whose interval lies above zero), as "k of n"."""
+
+    def compute(rows):
+        cells = [
+            re.search(_FIGURE, r["value"].split("retain acc")[1]).group(1)
+            for r in rows
+            if r["part"].startswith("1") and r.get("value", "")
+        ]
+        values = [
+            float(c.split()[0])
+            if not significant
+            else float(re.search(r"\[([+\-]?[\d.]+),", c).group(1))
+            for c in cells
+        ]
+        k = sum(v > 0 if significant else v >= 0 for v in values)
+        return k, f"{k} of {len(values)}"
+
+    return compute
+
+
+def _first_order_over(pick, key):
+    """Over the eight settings of part 4: the mean (``key="mean"``) or worst-run
+    (``"min"``) share of steps meeting the requirement by first order alone."""
+    pattern = {
+        "mean": r"first order only ([\d.]+)",
+        "min": r"first order only [\d.]+ \(min ([\d.]+)\)",
+        "verified": r"verified [\d.]+ \(min ([\d.]+)\)",
+        "retries": r"retries per step ([\d.]+)",
+    }[key]
+
+    def compute(rows):
+        values = [
+            re.search(pattern, r["value"]).group(1)
+            for r in rows
+            if r["part"].startswith("4")
+        ]
+        return min(values, key=float) if pick is min else max(values, key=float)
+
+    return compute
+
+
+def _hamu_claims():
+    claims = [
+        Claim(
+            "matched_not_below",
+            0,
+            "value",
+            compute=_matched_comparisons(False),
+            metric="comparisons (4 settings x 2 baselines) where HAMU's retain "
+            "accuracy at matched forget quality is at least the baseline's",
+        ),
+        Claim(
+            "matched_significant",
+            0,
+            "value",
+            compute=_matched_comparisons(True),
+            metric="comparisons where the paired interval of HAMU - baseline lies "
+            "above zero",
+        ),
+    ]
+    for dkey, data in _DATASETS.items():
+        for kkey, kind in _KINDS.items():
+            setting = f"{data}, {kind}, {_N_SEEDS} seeds"
+            for mkey, method in _METHODS.items():
+                row = {"setting": setting, "method": method}
+                claims += [
+                    Claim(f"{dkey}_{kkey}_{mkey}_{col.split()[0].lower()}", row, col)
+                    for col in ("forget acc", "retain acc", "test acc", "MIA AUC")
+                ]
+                if mkey in ("ga", "neggrad"):
+                    claims.append(
+                        Claim(
+                            f"{dkey}_{kkey}_vs_{mkey}",
+                            row,
+                            "value",
+                            metric="retain accuracy, HAMU - this (paired over seeds)",
+                        )
+                    )
+        convex = {
+            "part": "2 per-step guarantee (convex)",
+            "setting": f"{data}, one class, 60 steps, {_N_SEEDS} seeds",
+        }
+        claims += [
+            Claim(
+                f"convex_{dkey}_share",
+                convex,
+                "value",
+                compute=_match(convex, "value", r"rise: ([\d.]+)"),
+                metric="share of steps meeting 95% of the required rise",
+            ),
+            Claim(
+                f"convex_{dkey}_min",
+                convex,
+                "value",
+                compute=_match(convex, "value", r"\(min ([\d.]+)\)"),
+                metric="lowest share of a run",
+            ),
+        ]
+        levels = "[0.0, 0.25, 0.5, 0.75, 1.0]"
+        setting = f"{data}, rho in {levels}, {_N_SEEDS} seeds"
+        cosine = {"setting": setting, "method": "HAMU on logistic regression"}
+        similarity = {
+            "setting": setting,
+            "method": "forget_retain_similarity (per-sample gradients)",
+        }
+        claims += [
+            Claim(
+                f"hardness_{dkey}_spearman",
+                cosine,
+                "value",
+                compute=_match(cosine, "value", r"g_f\) ([+\-]?[\d.]+)"),
+                metric="Spearman correlation of rho and the first step's cosine",
+            ),
+            Claim(
+                f"similarity_{dkey}_spearman",
+                similarity,
+                "value",
+                compute=_match(similarity, "value", r"similarity\) ([\d.]+)"),
+                metric="Spearman correlation of rho and forget_retain_similarity",
+            ),
+            Claim(
+                f"similarity_{dkey}_rho0",
+                similarity,
+                "value",
+                compute=_match(similarity, "value", r"by rho ([\d.]+)"),
+                metric="forget_retain_similarity at rho 0",
+            ),
+            Claim(
+                f"similarity_{dkey}_rho1",
+                similarity,
+                "value",
+                compute=_match(similarity, "value", r"/ ([\d.]+)$"),
+                metric="forget_retain_similarity at rho 1",
+            ),
+        ]
+        for kkey, kind in _KINDS.items():
+            for batch in (64, 256):
+                row = {
+                    "part": "4 per-step guarantee (MLP)",
+                    "setting": f"{data}, {kind}, batch {batch}, R 0.2, 100 steps, "
+                    f"{_N_SEEDS} seeds",
+                }
+                for key, pattern in (
+                    ("verified", r"verified ([\d.]+)"),
+                    ("verified_min", r"verified [\d.]+ \(min ([\d.]+)\)"),
+                    ("first_order", r"first order only ([\d.]+)"),
+                    ("first_order_min", r"first order only [\d.]+ \(min ([\d.]+)\)"),
+                    ("retries", r"retries per step ([\d.]+)"),
+                ):
+                    claims.append(
+                        Claim(
+                            f"mlp_{dkey}_{kkey}_{batch}_{key}",
+                            row,
+                            "value",
+                            compute=_match(row, "value", pattern),
+                            metric=f"per-step guarantee on the MLP: {key}",
+                        )
+                    )
+            for requirement, c in REQUIREMENT_GRID:
+                unit = " nats" if requirement == "absolute" else " of the reach"
+                ckey = f"{requirement}_{str(c).replace('.', '')}"
+                for stop in (True, False):
+                    method = (
+                        f"HAMU, {requirement} c={c}{unit}, stop_on_infeasible={stop}"
+                    )
+                    where = (f"{data}, {kind}, R 0.2, ", method)
+                    key = f"stop_{dkey}_{kkey}_{ckey}_{'on' if stop else 'off'}"
+                    claims += [
+                        Claim(
+                            f"{key}_stopped",
+                            None,
+                            "value",
+                            compute=_stopping(where, "value", r"in (\d+)/(\d+) runs"),
+                            metric=f"{data}, {kind}, {method}: runs stopped by the "
+                            "infeasibility signal",
+                        ),
+                        Claim(
+                            f"{key}_forget",
+                            None,
+                            "forget acc",
+                            compute=_stopping(where, "forget acc"),
+                            metric=f"{data}, {kind}, {method}: forget accuracy",
+                        ),
+                        Claim(
+                            f"{key}_retain",
+                            None,
+                            "retain acc",
+                            compute=_stopping(where, "retain acc"),
+                            metric=f"{data}, {kind}, {method}: retain accuracy",
+                        ),
+                    ]
+    for name, key, pick, metric in (
+        ("first_order_mean_min", "mean", min, "lowest mean share, first order alone"),
+        ("first_order_mean_max", "mean", max, "highest mean share, first order alone"),
+        ("first_order_worst_run", "min", min, "lowest share of one run, first order"),
+        ("verified_worst_run", "verified", min, "lowest share of one run, verified"),
+        ("retries_min", "retries", min, "fewest retries per step"),
+        ("retries_max", "retries", max, "most retries per step"),
+    ):
+        claims.append(
+            Claim(
+                f"mlp_{name}",
+                0,
+                "value",
+                compute=_first_order_over(pick, key),
+                metric=f"over the eight MLP settings: {metric}",
+            )
+        )
+    lira = {"part": "6 membership inference (LiRA)"}
+    for mkey, method in _METHODS.items():
+        row = dict(lira, method=method)
+        claims += [
+            Claim(
+                f"lira_{mkey}",
+                row,
+                "MIA AUC",
+                metric="LiRA AUC, forget rows against held-out rows",
+            ),
+            Claim(
+                f"lira_{mkey}_loss_auc",
+                row,
+                "value",
+                compute=_match(row, "value", r"loss-threshold AUC " + _FIGURE),
+                metric="loss-threshold attack AUC",
+            ),
+            Claim(f"lira_{mkey}_retain", row, "retain acc"),
+            Claim(f"lira_{mkey}_forget", row, "forget acc"),
+        ]
+        if mkey != "gold":
+            claims.append(
+                Claim(
+                    f"lira_{mkey}_vs_gold",
+                    row,
+                    "value",
+                    compute=_match(row, "value", r"retrained " + _FIGURE),
+                    metric="LiRA AUC, this - retrained (paired over seeds)",
+                )
+            )
+        if mkey in ("hamu", "ga", "neggrad"):
+            claims.append(
+                Claim(
+                    f"lira_{mkey}_matched",
+                    row,
+                    "value",
+                    compute=_count(row, "value", r"matched in (\d+)/(\d+) seeds"),
+                    metric="seeds where the forget accuracy reached the retrained "
+                    "model's",
+                )
+            )
+    return claims
+
+
+def _stopping(where, column, pattern=None):
+    """A cell of part 5, whose setting also names the retrained forget accuracy:
+    ``where`` is (the setting's beginning, the method); with ``pattern``, a
+    count "k/n" in the cell, displayed "k of n"."""
+    prefix, method = where
+
+    def compute(rows):
+        (row,) = [
+            r
+            for r in rows
+            if r["part"].startswith("5")
+            and r["setting"].startswith(prefix)
+            and r["method"] == method
+        ]
+        if pattern is None:
+            return row[column]
+        found = re.search(pattern, row[column])
+        k, n = int(found.group(1)), int(found.group(2))
+        return k, f"{k} of {n}"
+
+    return compute
+
+
+_BUDGET = {
+    "ours": "HAMUUnlearner at its defaults except the step size, picked per setting "
+    "from a grid of 3 on the retain accuracy (as for every unlearner); the "
+    "guarantee and stopping parts at the stated step size",
+    "peers": "gradient ascent and NegGrad+ through the same unlearner, each with "
+    "its step size picked from its own grid of 3 the same way, all stopping at "
+    "the retrained model's forget accuracy; the model retrained without the "
+    "forget rows is the reference",
+}
+LEDGER = {
+    "hamu": Ledger(
+        "HAMUUnlearner, UnlearnableMLPClassifier, lira_membership_auc",
+        "scikit-learn's digits and make_classification (3000 rows, 5 classes), "
+        "70/30 splits; forget a random 10% or one class; LiRA on 450 digits "
+        "(150 forgotten) and 150 held out",
+        _N_SEEDS,
+        _BUDGET,
+        _hamu_claims(),
+    ),
+    "hamu_quick": Ledger(
+        "HAMUUnlearner, UnlearnableMLPClassifier, lira_membership_auc",
+        "as hamu (quick run, not quoted)",
+        2,
+        _BUDGET,
+        [],
+    ),
+}
 
 
 def main(argv=None):

@@ -41,11 +41,13 @@ Parts
 """
 
 import argparse
+import re
 import time
 
 import numpy as np
 from _common import RESULTS, paired_interval, write_results
 
+from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.rl import (
     BuildingThermalEnv,
     ConstrainedMaxMinMORL,
@@ -54,7 +56,7 @@ from sklearn_ext.rl import (
     solve_weighted_lp,
 )
 from sklearn_ext.rl._maxmin import maxmin_dual_descent
-from sklearn_ext.rl._maxmin_demo import evaluate_policy, setback_thermostat
+from sklearn_ext.rl._maxmin_eval import evaluate_policy, setback_thermostat
 
 LIMIT = 290.0
 
@@ -335,18 +337,312 @@ def part_untuned(seeds, n_updates):
     return rows
 
 
+# --- the claims ledger ---------------------------------------------------------------
+
+
+def _over(column, pick, fmt, transform=None):
+    """``pick`` (min or max) of a column over the rows, displayed with ``fmt``."""
+
+    def compute(rows):
+        values = [
+            transform(r) if transform else float(r[column])
+            for r in rows
+            if column in r and r[column] != ""
+        ]
+        value = pick(values)
+        return value, format(value, fmt)
+
+    return compute
+
+
+def _lp_minus_utilitarian(row):
+    return row["LP t*"] - row["utilitarian worst"]
+
+
+def _tabular_claims():
+    claims = []
+    for name, pick in (("min", min), ("max", max)):
+        claims += [
+            Claim(
+                f"gap_{name}",
+                0,
+                "gap to LP",
+                compute=_over("gap to LP", pick, ".1g"),
+                metric=f"{name} over instances of the gap to the LP optimum after "
+                "2000 iterations",
+            ),
+            Claim(
+                f"entropy_bias_{name}",
+                0,
+                "entropy bias (reg. - LP)",
+                compute=_over("entropy bias (reg. - LP)", pick, ".1g"),
+                metric=f"{name} over instances of the regularised optimum's "
+                "distance to the LP optimum",
+            ),
+            Claim(
+                f"iterations_{name}",
+                0,
+                "iterations to 0.01",
+                compute=_over("iterations to 0.01", pick, ".0f"),
+                metric=f"{name} over instances of the iterations to come within "
+                "0.01 of the LP optimum for good",
+            ),
+            Claim(
+                f"utilitarian_below_{name}",
+                0,
+                "utilitarian worst",
+                compute=_over("utilitarian worst", pick, ".2f", _lp_minus_utilitarian),
+                metric=f"{name} over instances of the LP optimum minus the "
+                "equal-weights LP's worst objective",
+            ),
+            Claim(
+                f"rate_sqrt_{name}",
+                0,
+                "rate vs sqrt(t)",
+                compute=_over("rate vs sqrt(t)", pick, ".2f"),
+                metric=f"{name} slope of log(gap to the regularised optimum) "
+                "against sqrt(t)",
+            ),
+            Claim(
+                f"rate_constant_{name}",
+                0,
+                "rate vs t (constant 0.2)",
+                compute=_over("rate vs t (constant 0.2)", pick, ".2f"),
+                metric=f"{name} slope of log(gap) against t, constant steps",
+            ),
+        ]
+    claims += [
+        Claim(
+            "excess_max",
+            0,
+            "excess",
+            compute=_over("excess", max, ".0e"),
+            metric="largest constraint excess after 2000 iterations",
+        ),
+        Claim(
+            "entropy_bound",
+            0,
+            "bound tau log|A|/(1-g)",
+            fmt=".2f",
+            metric="the entropy bias's bound",
+        ),
+    ]
+    return claims
+
+
+_POLICIES = {
+    "ours": "constrained max-min (ours)",
+    "dual": "ours with projected dual weight steps",
+    "unconstrained": "unconstrained max-min",
+    "linear": "linear scalarisation",
+    "utilitarian": "constrained utilitarian",
+}
+
+
+def _feasible(label):
+    def compute(rows):
+        (row,) = [r for r in rows if r["policy"] == label]
+        k, n = (int(v) for v in row["feasible seeds"].split("/"))
+        return k, f"{k} of {n}"
+
+    return compute
+
+
+def _zone(label, index):
+    def compute(rows):
+        (row,) = [r for r in rows if r["policy"] == label]
+        return row["zones"].split(" / ")[index]
+
+    return compute
+
+
+def _setback(rows):
+    for row in rows:
+        found = re.search(r"uniform setback ([\d.]+) K", row["policy"])
+        if found:
+            return float(found.group(1)), found.group(1)
+    raise ValueError("no setback thermostat row")
+
+
+def _thermal_claims():
+    claims = []
+    for key, label in _POLICIES.items():
+        claims += [
+            Claim(f"{key}_worst", label, "worst zone", fmt=".0f"),
+            Claim(f"{key}_energy", label, "energy kWh", fmt=".0f"),
+            Claim(f"{key}_violation", label, "violation kWh", fmt=".0f"),
+            Claim(
+                f"{key}_feasible",
+                label,
+                "feasible seeds",
+                compute=_feasible(label),
+                metric="seeds whose energy is within 1% of the budget",
+            ),
+        ]
+        claims += [
+            Claim(
+                f"{key}_zone{i + 1}",
+                label,
+                "zones",
+                compute=_zone(label, i),
+                metric=f"comfort of zone {i + 1}",
+            )
+            for i in range(3)
+        ]
+        if key != "ours":
+            claims += [
+                Claim(
+                    f"vs_{key}_worst",
+                    label,
+                    "ours - it, worst zone",
+                    metric="worst zone, ours - it (paired over seeds)",
+                ),
+                Claim(
+                    f"vs_{key}_violation",
+                    label,
+                    "ours - it, violation",
+                    metric="violation, ours - it (paired over seeds)",
+                ),
+            ]
+    thermostat = "thermostat 21 C (no budget)"
+    claims += [
+        Claim("thermostat_energy", thermostat, "energy kWh", fmt=".0f"),
+        Claim("thermostat_worst", thermostat, "worst zone", fmt=".0f"),
+        Claim(
+            "setback_kelvin",
+            None,
+            "policy",
+            compute=_setback,
+            metric="smallest uniform setback that meets the budget (K)",
+        ),
+    ]
+    for column, key, fmt in (
+        ("worst zone", "worst", ".0f"),
+        ("energy kWh", "energy", ".0f"),
+    ):
+        claims.append(
+            Claim(
+                f"setback_{key}",
+                0,
+                column,
+                compute=lambda rows, c=column, f=fmt: next(
+                    (float(r[c]), format(r[c], f))
+                    for r in rows
+                    if r["policy"].startswith("thermostat, uniform setback")
+                ),
+                metric=f"{column} of the setback thermostat",
+            )
+        )
+    return claims
+
+
+_CHOICES = {
+    "soft": "soft minimum (default)",
+    "dual": "projected dual steps",
+    "equal": "equal fixed weights",
+}
+
+
+def _choice_claims():
+    return [
+        Claim(f"{key}_worst", label, "worst objective", fmt=".2f")
+        for key, label in _CHOICES.items()
+    ] + [
+        Claim(f"{key}_min", label, "min over seeds", fmt=".2f")
+        for key, label in _CHOICES.items()
+    ]
+
+
+def _untuned_claims():
+    claims = []
+    for seed in range(3):
+        tabular = f"MO-CMDP 20x5, 4 objectives, 2 constraints, seed {seed}"
+        thermal = f"thermal, 30-min steps, 270 kWh, seed {seed}"
+        claims += [
+            Claim(f"tabular_{seed}_excess", tabular, "excess", fmt=".2g"),
+            Claim(f"tabular_{seed}_gap", tabular, "gap", fmt=".2g"),
+            Claim(f"thermal_{seed}_excess", thermal, "excess", fmt=".0f"),
+            Claim(f"thermal_{seed}_worst", thermal, "ours worst", fmt=".0f"),
+            Claim(
+                f"thermal_{seed}_utilitarian",
+                thermal,
+                "utilitarian worst",
+                fmt=".0f",
+            ),
+        ]
+    claims.append(
+        Claim(
+            "thermal_setback_worst",
+            "thermal, 30-min steps, 270 kWh, seed 0",
+            "reference",
+            fmt=".0f",
+            metric="worst zone of the setback thermostat within the budget",
+        )
+    )
+    return claims
+
+
+_BUDGET = {
+    "ours": "ConstrainedMaxMinMORL at its defaults (tabular: temperature 0.01, "
+    "steps 5/sqrt(t+1), 2000 iterations; environment: 300 PPO updates, soft "
+    "minimum), no tuning",
+    "peers": "the HiGHS occupancy LP (exact optimum); the same PPO with fixed "
+    "equal weights, without the constraint, or with projected dual weight "
+    "steps, same updates and seeds; the thermostat and the best uniform "
+    "setback within the budget",
+}
+_SPECS = {
+    "maxmin_morl_tabular": (
+        "random MO-CMDPs (make_random_momdp: 10 states, 3 actions, 3 objectives, "
+        "1 binding constraint, gamma 0.9), exact evaluation",
+        10,
+        _tabular_claims,
+    ),
+    "maxmin_morl_thermal": (
+        "BuildingThermalEnv (3 zones, 96 quarter-hours), budget 290 kWh a day, "
+        "20 evaluation days",
+        5,
+        _thermal_claims,
+    ),
+    "maxmin_morl_choice": (
+        "the one-step problem of tests/test_rl_maxmin.py whose constrained "
+        "max-min optimum mixes two actions (cost limit 0.25)",
+        5,
+        _choice_claims,
+    ),
+    "maxmin_morl_untuned": (
+        "random MO-CMDPs of 20 states, 5 actions, 4 objectives, 2 constraints "
+        "(gamma 0.95); BuildingThermalEnv(horizon=48) with a 270 kWh budget",
+        3,
+        _untuned_claims,
+    ),
+}
+LEDGER = {
+    name + ("_quick" if quick else ""): Ledger(
+        "ConstrainedMaxMinMORL",
+        data + (" (quick run)" if quick else ""),
+        2 if quick else seeds,
+        _BUDGET,
+        [] if quick else claims(),
+    )
+    for name, (data, seeds, claims) in _SPECS.items()
+    for quick in (False, True)
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", default="1234")
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args()
+    suffix = "_quick" if args.quick else ""
     if "1" in args.parts:
         seeds = range(3) if args.quick else range(10)
         n_iter = 500 if args.quick else 2000
         rows = part_tabular(seeds, n_iter)
         write_results(
-            "maxmin_morl_tabular",
+            "maxmin_morl_tabular" + suffix,
             rows,
             list(rows[0]),
             title="Constrained max-min on random MO-CMDPs (10 states, 3 actions, "
@@ -367,7 +663,7 @@ def main():
         n_updates = 60 if args.quick else 300
         rows = part_thermal(seeds, n_updates, n_eval=20, n_jobs=args.n_jobs)
         write_results(
-            "maxmin_morl_thermal",
+            "maxmin_morl_thermal" + suffix,
             rows,
             [
                 "policy",
@@ -389,7 +685,7 @@ def main():
     if "4" in args.parts:
         rows = part_choice(range(5))
         write_results(
-            "maxmin_morl_choice",
+            "maxmin_morl_choice" + suffix,
             rows,
             list(rows[0]),
             title="The weight rule on a one-step problem whose constrained "
@@ -401,7 +697,7 @@ def main():
     if "3" in args.parts:
         rows = part_untuned(range(2) if args.quick else range(3), 300)
         write_results(
-            "maxmin_morl_untuned",
+            "maxmin_morl_untuned" + suffix,
             rows,
             [
                 "problem",

@@ -34,6 +34,7 @@ Parts
 """
 
 import argparse
+import re
 import time
 import warnings
 
@@ -42,13 +43,14 @@ from _common import paired_interval, write_results
 from scipy import stats
 from sklearn.exceptions import ConvergenceWarning
 
+from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.rl import (
     DistributionGridEnv,
     LagrangianActorCritic,
     TabularLagrangian,
     make_random_cmdp,
 )
-from sklearn_ext.rl._lagrangian_demo import GRID_LIMITS, solves
+from sklearn_ext.rl._lagrangian_eval import GRID_LIMITS, solves
 
 COLUMNS = ["part", "setting", "critic", "solved", "max excess", "bias", "value"]
 
@@ -239,6 +241,246 @@ def grid_part(rows, seeds, n_updates):
     )
 
 
+# --- the claims ledger ---------------------------------------------------------------
+
+
+def _find(rows, row):
+    (found,) = [r for r in rows if all(r.get(k) == v for k, v in row.items())]
+    return found
+
+
+def _match(row, column, pattern):
+    """The first group of ``pattern`` in a cell (a figure and its interval)."""
+
+    def compute(rows):
+        return re.search(pattern, str(_find(rows, row)[column])).group(1)
+
+    return compute
+
+
+def _seeds(row):
+    """Seeds whose run was solved (or feasible), from the share and the seed count."""
+
+    def compute(rows):
+        k = round(float(_find(rows, row)["solved"]) * _N_SEEDS)
+        return k, f"{k}"
+
+    return compute
+
+
+def _over(part, column, pick, critic=None, setting=""):
+    def compute(rows):
+        values = [
+            float(r[column])
+            for r in rows
+            if r["part"] == part
+            and (critic is None or r["critic"] == critic)
+            and setting in r["setting"]
+        ]
+        value = pick(values)
+        if column == "solved":
+            value = round(value * _N_SEEDS)
+            return value, f"{value}"
+        return value, f"{value:.1g}"
+
+    return compute
+
+
+_N_SEEDS = 10
+_FIGURE = r"([+\-]?[\d.]+ \[[^\]]*\])"
+
+
+def _safe_rl_claims(parts):
+    claims = []
+    if "1" in parts:
+        for lr in (0.01, 0.03, 0.1, 0.3):
+            key = str(lr).replace(".", "")
+            setting = f"fixed policy, dual step {lr}"
+            for critic in ("dedicated", "mixed"):
+                row = {"part": "1a", "setting": setting, "critic": critic}
+                claims.append(
+                    Claim(
+                        f"drift_{key}_{critic}",
+                        row,
+                        "bias",
+                        fmt=".2g" if critic == "dedicated" else ".3g",
+                        metric="critic error over the last 1000 of 4000 iterations",
+                    )
+                )
+            claims.append(
+                Claim(
+                    f"drift_{key}_diff",
+                    {"part": "1a", "setting": setting, "critic": "mixed"},
+                    "value",
+                    metric="critic error, mixed - dedicated (paired over seeds)",
+                )
+            )
+        claims += [
+            Claim(
+                f"drift_dedicated_{name}",
+                0,
+                "bias",
+                compute=_over("1a", "bias", pick, "dedicated"),
+                metric=f"{name} critic error of the dedicated critics over the "
+                "dual steps",
+            )
+            for name, pick in (("min", min), ("max", max))
+        ]
+        for speed, c in (("slow", 0.05), ("fast", 0.5)):
+            for lr in (0.02, 0.05, 0.1, 0.2):
+                key = str(lr).replace(".", "")
+                for critic in ("dedicated", "mixed"):
+                    row = {
+                        "part": "1b",
+                        "setting": f"PID, dual step {lr}, critic step {c}",
+                        "critic": critic,
+                    }
+                    claims += [
+                        Claim(f"pid_{speed}_{key}_{critic}", row, "solved"),
+                        Claim(
+                            f"pid_{speed}_{key}_{critic}_seeds",
+                            row,
+                            "solved",
+                            compute=_seeds(row),
+                            metric="seeds of 10 whose last policy is LP-optimal "
+                            "and feasible (within 1%)",
+                        ),
+                    ]
+            claims += [
+                Claim(
+                    f"pid_{speed}_{critic}_seeds_{name}",
+                    0,
+                    "solved",
+                    compute=_over("1b", "solved", pick, critic, f"critic step {c}"),
+                    metric=f"{name} over the dual steps of the seeds of 10 solved",
+                )
+                for critic in ("dedicated", "mixed")
+                for name, pick in (("min", min), ("max", max))
+            ]
+        claims.append(
+            Claim(
+                "gradient_seeds_max",
+                0,
+                "solved",
+                compute=_over("1c", "solved", max),
+                metric="most seeds of 10 solved with plain dual ascent, either "
+                "critic, either step",
+            )
+        )
+    if "2" in parts:
+        for critic in ("dedicated", "mixed"):
+            row = {
+                "part": 2,
+                "setting": f"grid, {N_UPDATES} updates, learned policy",
+                "critic": critic,
+            }
+            mean = {
+                "part": 2,
+                "setting": f"grid, {N_UPDATES} updates, its mean action",
+                "critic": critic,
+            }
+            claims += [
+                Claim(
+                    f"grid_{critic}_seeds",
+                    row,
+                    "solved",
+                    compute=_seeds(row),
+                    metric="seeds of 10 whose learned policy keeps both costs "
+                    "within their limits",
+                ),
+                Claim(
+                    f"grid_{critic}_return",
+                    row,
+                    "value",
+                    compute=_match(row, "value", r"return " + _FIGURE),
+                    metric="return of the learned policy",
+                ),
+                Claim(
+                    f"grid_{critic}_ratio",
+                    row,
+                    "value",
+                    compute=_match(row, "value", r"worst cost / limit " + _FIGURE),
+                    metric="worst cost / limit of the learned policy",
+                ),
+                Claim(
+                    f"grid_{critic}_voltage_multiplier",
+                    row,
+                    "value",
+                    compute=_match(row, "value", r"final multipliers \[([\d.]+),"),
+                    metric="final voltage multiplier (mean over seeds)",
+                ),
+                Claim(
+                    f"grid_{critic}_line_multiplier",
+                    row,
+                    "value",
+                    compute=_match(
+                        row, "value", r"final multipliers \[[\d.]+, ([\d.]+)"
+                    ),
+                    metric="final line-rating multiplier (mean over seeds)",
+                ),
+                Claim(
+                    f"grid_{critic}_mean_action_seeds",
+                    mean,
+                    "solved",
+                    compute=_seeds(mean),
+                    metric="seeds whose mean action keeps both costs within limits",
+                ),
+                Claim(
+                    f"grid_{critic}_mean_action_ratio",
+                    mean,
+                    "value",
+                    compute=_match(mean, "value", r"worst cost / limit " + _FIGURE),
+                    metric="worst cost / limit of the mean action",
+                ),
+            ]
+        diff = {"part": 2, "critic": "mixed - dedicated"}
+        best = {"part": 2, "critic": "best feasible constant action (reference)"}
+        claims += [
+            Claim(
+                "grid_ratio_diff",
+                diff,
+                "value",
+                compute=_match(diff, "value", r"limit: " + _FIGURE),
+                metric="worst cost / limit, mixed - dedicated (paired over seeds)",
+            ),
+            Claim(
+                "grid_best_constant_return",
+                best,
+                "value",
+                compute=_match(best, "value", r"return (-?[\d.]+),"),
+                metric="return of the best feasible constant action",
+            ),
+        ]
+    return claims
+
+
+_BUDGET = {
+    "ours": "dedicated critics: TabularLagrangian and LagrangianActorCritic at "
+    "their defaults (PID multipliers; the step sizes swept are stated per row), "
+    "no tuning",
+    "peers": "the mixed critic with the same parameters, iterations, updates and "
+    "seeds; the HiGHS LP optimum (tabular) and the best feasible constant action "
+    "of a 9 x 9 grid (power grid) as references",
+}
+_DATA = {
+    "1": "random constrained MDPs (make_random_cmdp: 10 states, 3 actions, "
+    "gamma 0.9, 2 or 3 binding constraints), exact evaluation",
+    "2": "DistributionGridEnv (cost limits 2 and 4 per day), 20 evaluation days",
+}
+LEDGER = {
+    ("safe_rl" if parts == "12" else f"safe_rl_parts{parts}")
+    + ("_quick" if quick else ""): Ledger(
+        "TabularLagrangian, LagrangianActorCritic",
+        "; ".join(_DATA[p] for p in parts) + (" (quick run)" if quick else ""),
+        3 if quick else _N_SEEDS,
+        _BUDGET,
+        [] if quick else _safe_rl_claims(parts),
+    )
+    for parts in ("1", "2", "12")
+    for quick in (False, True)
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -278,7 +520,8 @@ def main():
     if "2" in args.parts:
         grid_part(rows, seeds, n_updates=80 if args.quick else N_UPDATES)
     write_results(
-        "safe_rl" if args.parts == "12" else f"safe_rl_parts{args.parts}",
+        ("safe_rl" if args.parts == "12" else f"safe_rl_parts{args.parts}")
+        + ("_quick" if args.quick else ""),
         rows,
         COLUMNS,
         title="Dedicated vs mixed critics in Lagrangian safe RL",

@@ -27,6 +27,7 @@ Parts
 
 import argparse
 import copy
+import re
 import time
 import warnings
 
@@ -39,8 +40,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
+from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.transfer import TaskVectorTransporter, task_vector
-from sklearn_ext.transfer._demo import digits_transfer_task, fine_tune
+from sklearn_ext.transfer._digits_task import digits_transfer_task, fine_tune
 from sklearn_ext.unlearning import UnlearnableMLPClassifier
 
 FINE_TUNE_EPOCHS = 100
@@ -290,6 +292,227 @@ def breast_cancer_part(rows, seeds):
     )
 
 
+# --- the claims ledger ---------------------------------------------------------------
+
+_SHIFTS = {"rotate30": "rotated 30 degrees", "noise4": "Gaussian noise of sd 4"}
+_KEYS = {
+    "Theseus (Procrustes)": "theseus",
+    "Theseus, whiten 0.5": "whiten",
+    "least squares (no orthogonality)": "lstsq",
+    "Hungarian matching": "hungarian",
+    "truncate / zero-pad": "truncate",
+    "random semi-orthogonal": "random",
+    "target (no update)": "target",
+    "fine-tuned target": "fine_tuned",
+}
+_CANCER = "breast cancer, 30% of features sign-flipped + noise"
+_FIGURE = r"([+\-]?[\d.]+(?:e[+\-]\d+)? \[[^\]]*\]|[+\-]?[\d.]+(?:e[+\-]\d+)?)"
+
+
+def _match(row, column, pattern, fmt=None):
+    """The first group of ``pattern`` in a cell (a figure, maybe its interval)."""
+
+    def compute(rows):
+        (found,) = [r for r in rows if all(r.get(k) == v for k, v in row.items())]
+        text = re.search(pattern, str(found[column])).group(1)
+        return (float(text), format(float(text), fmt)) if fmt else text
+
+    return compute
+
+
+def _digits_comparisons(significant):
+    """Comparisons of part 2 (2 shifts x 4 baselines) where Theseus closes more
+    of the gap (or, ``significant``, whose paired interval lies above zero)."""
+
+    def compute(rows):
+        cells = [
+            r["value"]
+            for r in rows
+            if r["part"] == 2 and r.get("value", "").startswith("Theseus - this")
+        ]
+        bounds = [
+            float(re.search(r"\[([+\-]?[\d.]+),", c).group(1))
+            if significant
+            else float(re.search(r": ([+\-]?[\d.]+)", c).group(1))
+            for c in cells
+        ]
+        k = sum(b > 0 for b in bounds)
+        return k, f"{k} of {len(bounds)}"
+
+    return compute
+
+
+def _time_ratio(pick):
+    def compute(rows):
+        values = [
+            float(re.search(r": ([\d.]+)", r["value"]).group(1))
+            for r in rows
+            if r["part"] == 2 and r["method"] == "time"
+        ]
+        return pick(values), f"{pick(values):.2f}"
+
+    return compute
+
+
+def _theseus_claims(parts):
+    claims = []
+    if "1" in parts:
+        same = {"part": 1, "setting": "source = target"}
+        permuted = {"part": 1, "setting": "permuted hidden units"}
+        claims += [
+            Claim(
+                "identity_map_error",
+                same,
+                "value",
+                compute=_match(same, "value", r"map - I\| (\S+);", ".1g"),
+                metric="largest entry of map - identity, source onto itself",
+            ),
+            Claim(
+                "identity_tau_error",
+                same,
+                "value",
+                compute=_match(same, "value", r"moved - tau\| (\S+)$", ".1g"),
+                metric="largest change of the task vector, source onto itself",
+            ),
+            Claim(
+                "permuted_proba_gap",
+                permuted,
+                "value",
+                compute=_match(permuted, "value", r"source's\| (\S+)$", ".1g"),
+                metric="largest gap to the fine-tuned source's probabilities",
+            ),
+        ]
+    if "2" in parts:
+        claims += [
+            Claim(
+                "digits_ahead",
+                0,
+                "value",
+                compute=_digits_comparisons(False),
+                metric="comparisons (2 shifts x 4 baselines) where Theseus closes "
+                "more of the gap on average",
+            ),
+            Claim(
+                "digits_significant",
+                0,
+                "value",
+                compute=_digits_comparisons(True),
+                metric="comparisons whose paired interval lies above zero",
+            ),
+            Claim(
+                "time_ratio_min",
+                0,
+                "value",
+                compute=_time_ratio(min),
+                metric="fit + transform time / direct fine-tune time, lower shift",
+            ),
+            Claim(
+                "time_ratio_max",
+                0,
+                "value",
+                compute=_time_ratio(max),
+                metric="fit + transform time / direct fine-tune time, higher shift",
+            ),
+        ]
+        for shift in _SHIFTS:
+            for method, key in _KEYS.items():
+                row = {"part": 2, "setting": shift, "method": method}
+                claims += [
+                    Claim(f"{shift}_{key}_gap", row, "gap closed", fmt=".3f"),
+                    Claim(f"{shift}_{key}_shifted", row, "shifted acc", fmt=".3f"),
+                    Claim(f"{shift}_{key}_clean", row, "clean acc", fmt=".3f"),
+                ]
+                if method in BASELINES:
+                    claims.append(
+                        Claim(
+                            f"{shift}_vs_{key}",
+                            row,
+                            "value",
+                            compute=_match(row, "value", r"closed: " + _FIGURE),
+                            metric="gap closed, Theseus - this (paired over seeds)",
+                        )
+                    )
+    if "3" in parts:
+        claims += [
+            Claim(
+                f"calibration_{n}",
+                {"part": 3, "setting": f"{n} calibration rows"},
+                "gap closed",
+                fmt=".2f",
+            )
+            for n in (16, 32, 64, 128, 256, 512)
+        ]
+    if "4" in parts:
+        for method in ("Theseus (Procrustes)", *BASELINES[1:]):
+            key = _KEYS[method]
+            row = {"part": 4, "setting": _CANCER, "method": method}
+            claims += [
+                Claim(f"cancer_{key}_gap", row, "gap closed", fmt=".2f"),
+                Claim(f"cancer_{key}_acc", row, "shifted acc", fmt=".3f"),
+            ]
+            if key != "theseus":
+                claims.append(
+                    Claim(
+                        f"cancer_vs_{key}",
+                        row,
+                        "value",
+                        compute=_match(row, "value", r"accuracy: " + _FIGURE),
+                        metric="accuracy, Theseus - this (paired over seeds)",
+                    )
+                )
+        ends = {"part": 4, "setting": _CANCER, "method": "target / fine-tuned target"}
+        claims += [
+            Claim(
+                "cancer_target_acc",
+                ends,
+                "shifted acc",
+                compute=_match(ends, "shifted acc", r"^([\d.]+) /"),
+                metric="accuracy of the wide base on the shifted task",
+            ),
+            Claim(
+                "cancer_fine_tuned_acc",
+                ends,
+                "shifted acc",
+                compute=_match(ends, "shifted acc", r"/ ([\d.]+)$"),
+                metric="accuracy of the wide base fine-tuned on the shifted task",
+            ),
+        ]
+    return claims
+
+
+_BUDGET = {
+    "ours": "TaskVectorTransporter() (orthogonal Procrustes, whiten=0, "
+    "ridge=1e-3) on 256 unlabelled calibration rows (the training rows on breast "
+    "cancer); alpha picked on a validation split from (0.5, 1, 1.5, 2, 3)",
+    "peers": "the other align options (least squares with ridge=0.1, Hungarian "
+    "matching, truncation, a random semi-orthogonal map) on the same rows, alpha "
+    "picked from the same grid; the wide model fine-tuned directly (100 epochs) "
+    "is the upper reference",
+}
+_DATA = {
+    "1": "digits, the 64-64 MLP onto itself and onto a permuted copy",
+    "2": "scikit-learn's digits rotated 30 degrees or with pixel noise of sd 4; "
+    "MLPs 64-64 and 96-96",
+    "3": "rotated digits, 16 to 512 calibration rows",
+    "4": "breast cancer (standardised), 30% of the features sign-flipped plus "
+    "noise; scikit-learn MLPs 32-32 and 48-48",
+}
+_PARTS = ("1234", "1", "2", "3", "4", "12", "13", "14", "23", "24", "34", "123",
+          "124", "134", "234")  # fmt: skip
+LEDGER = {
+    ("theseus" if parts == "1234" else f"theseus_parts{parts}")
+    + ("_quick" if quick else ""): Ledger(
+        "TaskVectorTransporter, task_vector",
+        "; ".join(_DATA[p] for p in parts) + (" (quick run)" if quick else ""),
+        2 if quick else 5,
+        _BUDGET,
+        [] if quick else _theseus_claims(parts),
+    )
+    for parts in _PARTS
+    for quick in (False, True)
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -308,7 +531,8 @@ def main():
     if "4" in args.parts:
         breast_cancer_part(rows, seeds)
     write_results(
-        "theseus" if args.parts == "1234" else f"theseus_parts{args.parts}",
+        ("theseus" if args.parts == "1234" else f"theseus_parts{args.parts}")
+        + ("_quick" if args.quick else ""),
         rows,
         [*COLUMNS, "value"],
         title="Theseus: task vectors across widths (MLP 64-64 -> 96-96)",

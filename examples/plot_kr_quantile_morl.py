@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_ext.rl import KRQuantileRegressor, MOQuantileAgent
-from sklearn_ext.rl._kr_demo import copula_bandit, sign_switch_copula
+from sklearn_ext.rl._kr_data import copula_bandit, sign_switch_copula
 
 X, Y = sign_switch_copula(2000, random_state=0)
 joint = KRQuantileRegressor(random_state=0).fit(X, Y)

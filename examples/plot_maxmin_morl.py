@@ -59,9 +59,11 @@ fig.tight_layout()
 # :class:`~sklearn_ext.rl.BuildingThermalEnv` has three zones in a row,
 # from a well-insulated sunny one to a leaky shaded one; the reward is a
 # vector, minus each zone's distance to 21 °C, and ``info["costs"]`` is the
-# energy. A thermostat keeps every zone near 21 °C for about 370 kWh a day;
-# the budget is 290. The agent learns with PPO; we compare it with the same
-# PPO on fixed equal weights (the utilitarian choice) under the same budget.
+# energy. A thermostat keeps every zone near 21 °C for
+# :claim:`maxmin_morl_thermal.thermostat_energy` kWh a day (in
+# ``benchmarks/bench_maxmin_morl.py``); the budget is 290. The agent learns
+# with PPO; we compare it with the same PPO on fixed equal weights (the
+# utilitarian choice) under the same budget.
 env = BuildingThermalEnv()
 common = {
     "constraints": [290.0],

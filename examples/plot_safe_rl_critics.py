@@ -52,9 +52,9 @@ ax1.legend(fontsize=8)
 
 # %%
 # Then the full actor-critic, with critics that follow their targets slowly
-# (TD steps of 0.05, the default) and PID multipliers. The dedicated agent
-# settles on the LP optimum; the mixed one acts on a stale penalty and
-# keeps overshooting its limits.
+# (TD steps ``critic_lr=0.05``, the default) and PID multipliers. The
+# dedicated agent settles on the LP optimum; the mixed one acts on a stale
+# penalty and keeps overshooting its limits.
 
 for critic, color in [("dedicated", "tab:blue"), ("mixed", "tab:red")]:
     agent = fit(critic=critic)
