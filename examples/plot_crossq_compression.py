@@ -82,9 +82,10 @@ for name, (mrr, overlap, mb) in results.items():
 # beat the reconstruction-only quantiser: both are within a few hundredths of
 # MRR@10, and the plain codes keep more of the exact top 10. CrossQ's gain
 # over footprint-matched quantisers shows on the whole set, 1,235 documents
-# and 618 training queries (``benchmarks/bench_crossq.py``: at 4 bytes 0.487
-# against 0.446 without the ranking losses and 0.291 for faiss PQ); see the
-# user guide for the figures and for when to prefer a baseline.
+# and 618 training queries (``benchmarks/bench_crossq.py``: at 4 bytes
+# :claim:`crossq.crossq_4` against :claim:`crossq.ranking_4` without the
+# ranking losses and :claim:`crossq.pq_4` for faiss PQ); see the user guide
+# for the figures and for when to prefer a baseline.
 #
 # MRR@10 against the stored size
 # ------------------------------
