@@ -80,8 +80,8 @@ def _run(command, cwd, log):
 def _row(command, seconds, budget):
     return {
         "command": command,
-        "seconds": round(seconds, 1),
-        "budget s": budget,
+        "seconds": f"{seconds:.1f} s",
+        "budget": f"{budget:.0f} s",
         "met": "yes" if seconds <= budget else "NOT MET",
     }
 
@@ -111,7 +111,7 @@ def main():
     rows = []
     if "install" in args.parts:
         seconds = _run("make install", clone, logs / "install.log")
-        rows.append({"command": "make install", "seconds": round(seconds, 1)})
+        rows.append({"command": "make install", "seconds": f"{seconds:.1f} s"})
     if "demo" in args.parts:
         idle = _run("make demo", clone, logs / "demo.log")
         rows.append(_row("make demo", idle, BUDGETS["make demo"]))
@@ -129,7 +129,7 @@ def main():
         rows.append(_row("make test", test_seconds, BUDGETS["make test"]))
     if "ci" in args.parts:
         oldest = _run("make test-oldest", clone, logs / "test_oldest.log")
-        rows.append({"command": "make test-oldest", "seconds": round(oldest, 1)})
+        rows.append({"command": "make test-oldest", "seconds": f"{oldest:.1f} s"})
         name = ".ci/run (make test + make test-oldest)"
         rows.append(_row(name, test_seconds + oldest, BUDGETS[".ci/run"]))
     if "docs" in args.parts:
@@ -150,15 +150,22 @@ def main():
     write_results(
         "budgets",
         rows,
-        ["command", "seconds", "budget s", "met", "loaded / idle"],
+        ["command", "seconds", "budget", "met", "loaded / idle"],
         title="Budgets of the README's commands (fresh clone, 2 idle cores)",
         notes=notes,
     )
 
 
+def _example_seconds(rows):
+    return [
+        float(r["seconds"].split()[0])
+        for r in rows
+        if r["command"].startswith("example ")
+    ]
+
+
 def _examples_max(rows):
-    times = [r["seconds"] for r in rows if r["command"].startswith("example ")]
-    return max(times)
+    return max(_example_seconds(rows)), f"{max(_example_seconds(rows)):.1f} s"
 
 
 _BUDGET = {
