@@ -683,6 +683,12 @@ def cpu_threads(n_threads):
     n_threads : int
         At least 1.
 
+    Yields
+    ------
+    None
+        The block runs with the count set; the previous count is restored
+        when it ends, also when it raises.
+
     Examples
     --------
     >>> from sklearn_ext.utils import cpu_threads
