@@ -1,7 +1,10 @@
 """The claims ledger: every quoted figure traced to the run that measured it."""
 
 import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,7 @@ from sklearn_ext._claims import (
 from sklearn_ext._claims_code import normalized_hash
 from sklearn_ext._claims_text import bare_figures
 
+ROOT = Path(__file__).resolve().parents[1]
 DIFF = "ours − it [95%]"
 ROWS = [
     {"method": "ours", "ACC": "0.812 ± 0.010", DIFF: ""},
@@ -291,3 +295,13 @@ def test_a_quoted_time_needs_the_code_it_was_measured_on(project, monkeypatch):
     assert revalidate(None, project, log=lambda m: None) == []
     problems = _problems(project)
     assert len(problems) == 1 and "claim 'toy.t' is a time measured" in problems[0]
+
+
+def test_the_repository_passes_the_claims_check():
+    out = subprocess.run(
+        [sys.executable, "-m", "sklearn_ext", "claims", "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]

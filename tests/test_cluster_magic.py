@@ -168,9 +168,7 @@ def test_robust_fusion_down_weights_contradicting_descriptions():
     copied = clustering_accuracy(described, equal.labels_)
     assert copied > 0.95
     assert clustering_accuracy(described, ours.labels_) < copied - 0.05
-    assert clustering_accuracy(y, ours.labels_) > clustering_accuracy(
-        y, equal.labels_
-    )
+    assert clustering_accuracy(y, ours.labels_) > clustering_accuracy(y, equal.labels_)
 
 
 def test_missing_descriptions(data):
