@@ -156,16 +156,14 @@ def main():
     )
 
 
-def _example_seconds(rows):
-    return [
+def _examples_max(rows):
+    """The slowest example's seconds, read from the rows' "X s" strings."""
+    slowest = max(
         float(r["seconds"].split()[0])
         for r in rows
         if r["command"].startswith("example ")
-    ]
-
-
-def _examples_max(rows):
-    return max(_example_seconds(rows)), f"{max(_example_seconds(rows)):.1f} s"
+    )
+    return slowest, f"{slowest:.1f} s"
 
 
 _BUDGET = {

@@ -24,6 +24,7 @@ ordinary private module of the family. See
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import functools
 import inspect
 import pkgutil
 from importlib import import_module
@@ -88,6 +89,7 @@ def expected_failed_checks(estimator):
     return expected
 
 
+@functools.cache
 def _positive_only_check_breaks_integer_codes():
     """Whether scikit-learn's positive-only check fails on integer-coded X.
 
