@@ -594,6 +594,80 @@ def test_band_is_tighter_than_bonferroni_where_miscoverage_is_below_half():
     assert np.mean(bonferroni[low] - band[low]) > 0.002
 
 
+@pytest.mark.parametrize("regret_bound", ["betting", "hoeffding_bentkus"])
+def test_default_is_never_looser_than_ltt_bonferroni_at_any_level(regret_bound):
+    """Issue 55, item 10: every level, both quantities, on grids whose
+    miscoverage runs from 1 (radius 0) down to 0, so about half of the
+    levels miss more than half the time."""
+    rng = np.random.default_rng(0)
+    settings_seen = set()
+    for n, K, delta in [
+        (100, 50, 0.1),
+        (450, 50, 0.1),
+        (500, 50, 0.05),
+        (300, 5, 0.1),
+        (800, 50, 0.1),
+        (200, 120, 0.2),
+    ]:
+        for _ in range(4):
+            scores = rng.exponential(size=n)
+            # Levels fixed before the scores: quantiles of a separate sample.
+            radii = np.quantile(rng.exponential(size=n), np.linspace(0, 1, K))
+            miscovered = scores[:, None] > radii
+            assert miscovered.mean(0).max() > 0.9  # levels above 1/2 included
+            regret = np.clip(rng.beta(2, 8, (n, K)) + np.linspace(0, 0.3, K), 0, 1)
+            default = frontier_bounds(
+                miscovered, regret, delta, "band", regret_bound=regret_bound
+            )
+            ltt = frontier_bounds(
+                miscovered, regret, delta, "bonferroni", regret_bound=regret_bound
+            )
+            for ours, theirs in zip(default, ltt):
+                assert np.all(ours <= theirs + 1e-12), (n, K, delta)
+            # Without a problem: the miscoverage alone.
+            mis, _ = frontier_bounds(miscovered, None, delta, "band")
+            mis_ltt, _ = frontier_bounds(miscovered, None, delta, "bonferroni")
+            assert np.all(mis <= mis_ltt + 1e-12)
+            settings_seen.add(
+                (
+                    bool(np.any(default[0] < ltt[0] - 1e-6)),
+                    bool(np.any(default[1] < ltt[1] - 1e-6)),
+                )
+            )
+    # Not vacuous: some settings tighten the miscoverage, some the regret.
+    assert any(mis for mis, _ in settings_seen)
+    assert any(reg for _, reg in settings_seen)
+
+
+def test_default_band_is_valid_over_draws_with_levels_above_half():
+    """The default frontier's failure rate (some bound below the truth, on a
+    grid with levels above 1/2) stays within delta; the pointwise bounds fail
+    more often, so the test can fail."""
+    rng = np.random.default_rng(1)
+    n, K, delta, reps = 100, 50, 0.2, 300
+    radii = np.quantile(rng.exponential(size=5000), np.linspace(0, 1, K))
+    truth = np.exp(-radii)
+    fails = pointwise = 0
+    for _ in range(reps):
+        scores = rng.exponential(size=n)
+        miscovered = scores[:, None] > radii
+        mis, _ = frontier_bounds(miscovered, None, delta, "band")
+        fails += bool(np.any(mis < truth))
+        raw, _ = frontier_bounds(miscovered, None, delta, "none")
+        pointwise += bool(np.any(raw < truth))
+    assert fails / reps <= delta + 3 * np.sqrt(delta * (1 - delta) / reps)
+    assert pointwise / reps > 2 * delta
+
+
+def test_betting_bound_with_fixed_fractions_shrinks_with_the_level():
+    rng = np.random.default_rng(2)
+    losses = rng.beta(2, 5, size=(300, 20))
+    strict = betting_upper_bound(losses, 0.001)
+    loose = betting_upper_bound(losses, 0.003, bet_delta=0.001)
+    assert np.all(loose <= strict) and np.any(loose < strict - 1e-4)
+    assert np.all(loose >= losses.mean(0))
+
+
 def test_fixed_sequence_certifies_the_split_conformal_radius(shortest_path_fit):
     pytest.importorskip("mapie")
     model, coef, X_test, C_test = shortest_path_fit

@@ -385,10 +385,31 @@ def test_linear_problem_pickles_after_l2():
         np.testing.assert_allclose(other.solve_robust(C, 0.5 * C, "l2"), W, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        # x + y <= -1 with x, y >= 0.
+        ({"A_ub": [[1.0, 1.0]], "b_ub": [-1.0]}, r"A_ub w <= b_ub, the bounds"),
+        # x + y = 3 inside the unit box.
+        ({"A_eq": [[1.0, 1.0]], "b_eq": [3.0], "bounds": (0, 1)}, "A_eq w = b_eq"),
+        # Two inequalities that contradict each other, no bounds.
+        (
+            {"A_ub": [[1.0], [-1.0]], "b_ub": [0.0, -1.0], "bounds": (None, None)},
+            "A_ub w <= b_ub",
+        ),
+    ],
+)
+def test_linear_problem_empty_polytope_is_a_clear_error(kwargs, match):
+    with pytest.raises(ValueError, match="feasible set is empty") as info:
+        LinearProblem(**kwargs)
+    assert re.search(match, str(info.value))
+    assert "phase-one" in str(info.value)
+    # A polytope that is a single point is not empty.
+    point = LinearProblem(A_ub=[[1.0, 1.0], [-1.0, -1.0]], b_ub=[0.0, 0.0])
+    assert point.solve([[1.0, 2.0]]).tolist() == [[0.0, 0.0]]
+
+
 def test_linear_problem_infeasible_unbounded_and_cost_range():
-    infeasible = LinearProblem(A_ub=[[1.0, 1.0]], b_ub=[-1.0])
-    with pytest.raises(ValueError, match=r"LinearProblem\(.*infeasible.*HiGHS"):
-        infeasible.solve([[1.0, 1.0]])
     free = LinearProblem(bounds=[(None, None), (0, 1)])
     with pytest.raises(ValueError, match=r"row 0 is unbounded.*HiGHS"):
         free.solve([[1.0, 1.0]])
@@ -416,9 +437,13 @@ def test_linear_problem_l2_needs_cvxpy_only_without_an_interior(monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_batched_l2_solver_matches_cvxpy_on_random_polytopes(seed):
+@pytest.mark.parametrize("solver", ["primal-dual", "barrier"])
+def test_batched_l2_solver_matches_cvxpy_on_random_polytopes(seed, solver):
     """Objective within 1e-6 relative of cvxpy's on every row, no fallback."""
-    from sklearn_ext.robust_optimization._socp import PolytopeBarrier
+    from sklearn_ext.robust_optimization._socp import (
+        PolytopeBarrier,
+        solve_primal_dual,
+    )
 
     rng = np.random.default_rng(seed)
     n, m = rng.integers(3, 12), rng.integers(1, 8)
@@ -431,12 +456,74 @@ def test_batched_l2_solver_matches_cvxpy_on_random_polytopes(seed):
     C = rng.normal(size=(40, n))
     H = rng.uniform(0, 2, size=(40, n))
     barrier = PolytopeBarrier(A_ub, b_ub, A_eq, b_eq, problem.lower_, problem.upper_)
-    W, ok = barrier.solve(C, H)
+    if solver == "barrier":
+        W, ok = barrier.solve(C, H)
+    else:
+        W, ok = solve_primal_dual(barrier, C, H)
     assert ok.all()
     ours = problem.cost(C, W) + np.linalg.norm(H * W, axis=1)
     ref = np.array([lp_reference(problem, c, h, "l2") for c, h in zip(C, H)])
     assert np.all(np.abs(ours - ref) <= 1e-6 * np.maximum(1.0, np.abs(ref)))
     assert (W @ A_ub.T <= b_ub + 1e-9).all() and (W >= -1e-9).all()
+    if A_eq is not None:
+        np.testing.assert_allclose(W @ A_eq.T, np.tile(b_eq, (40, 1)), atol=1e-9)
+
+
+def test_primal_dual_path_matches_per_row_cvxpy_decisions():
+    """The default l2 path against per-row cvxpy on the benchmark's LP.
+
+    Stated tolerance: objective within 1e-7 relative (1e-7 absolute below
+    1), decisions within 1e-4 (the programs are strictly convex along the
+    polytope only where the half-widths are positive, so decisions are
+    compared on rows with every half-width >= 0.1).
+    """
+    rng = np.random.default_rng(0)
+    n, m = 10, 6
+    A_ub = rng.uniform(0, 1, (m, n))
+    problem = LinearProblem(
+        A_ub=A_ub,
+        b_ub=0.5 * A_ub.sum(1),
+        A_eq=np.ones((1, n)),
+        b_eq=[3.0],
+        bounds=(0, 1),
+    )
+    assert problem.l2_solver == "primal-dual"
+    C = rng.normal(size=(30, n))
+    H = rng.uniform(0.1, 1.0, size=C.shape)
+    W = problem.solve_robust(C, H, "l2")
+    ours = problem.cost(C, W) + np.linalg.norm(H * W, axis=1)
+    w = cp.Variable(n)
+    c_par, h_par = cp.Parameter(n), cp.Parameter(n, nonneg=True)
+    program = cp.Problem(
+        cp.Minimize(c_par @ w + cp.norm(cp.multiply(h_par, w), 2)),
+        lp_constraints(problem, w),
+    )
+    for i in range(C.shape[0]):
+        c_par.value, h_par.value = C[i], H[i]
+        value = program.solve(solver=cp.CLARABEL)
+        assert abs(ours[i] - value) <= 1e-7 * max(1.0, abs(value)), i
+        np.testing.assert_allclose(W[i], w.value, atol=1e-4, err_msg=str(i))
+    # The earlier barrier path gives the same decisions.
+    barrier = LinearProblem(
+        A_ub=A_ub,
+        b_ub=0.5 * A_ub.sum(1),
+        A_eq=np.ones((1, n)),
+        b_eq=[3.0],
+        bounds=(0, 1),
+        l2_solver="barrier",
+    )
+    np.testing.assert_allclose(barrier.solve_robust(C, H, "l2"), W, atol=1e-4)
+    with pytest.raises(ValueError, match="l2_solver must be one of"):
+        LinearProblem(A_ub=A_ub, b_ub=np.ones(m), l2_solver="clarabel")
+
+
+def test_stacked_cost_range_matches_row_by_row():
+    problem = transportation()
+    C = np.random.default_rng(3).normal(size=(700, problem.n_variables))
+    best, worst = problem.cost_range(C)  # two stacked programs (512 + 188 rows)
+    ref_best, ref_worst = problem._cost_range_rows(C)
+    np.testing.assert_allclose(best, ref_best, atol=1e-9)
+    np.testing.assert_allclose(worst, ref_worst, atol=1e-9)
 
 
 @pytest.mark.parametrize(

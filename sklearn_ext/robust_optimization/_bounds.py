@@ -11,7 +11,8 @@ family-wise correction):
 - :func:`betting_upper_bound`: the betting (Waudby-Smith-Ramdas) bound for losses
   in [0, 1], much tighter when the losses vary little.
 - :func:`simultaneous_binomial_band`: upper bounds on a survival function at
-  every radius at once (one band, not one bound per level).
+  every radius at once (one band, not one bound per level), capped at
+  per-level Bonferroni bounds; :func:`band_allocation`: its share of delta.
 - :func:`fixed_sequence_levels`: the levels certified for a fixed target by
   Learn-then-Test with fixed-sequence testing (MAPIE's FWER control).
 - :func:`frontier_bounds`: both over a grid, valid simultaneously.
@@ -31,6 +32,7 @@ from sklearn_ext.utils._bounds import binomial_upper_bound
 
 __all__ = [
     "band_range",
+    "band_allocation",
     "betting_upper_bound",
     "fixed_sequence_levels",
     "frontier_bounds",
@@ -75,7 +77,7 @@ def hoeffding_bentkus_upper_bound(mean, n, delta, n_bisect=60):
     return np.where(mean >= 1.0, 1.0, hi)
 
 
-def betting_upper_bound(losses, delta, n_bisect=50):
+def betting_upper_bound(losses, delta, n_bisect=50, bet_delta=None):
     """Betting upper bound on the mean of losses in [0, 1], one per column.
 
     For a candidate mean ``m``, a gambler who bets against ``m`` with the
@@ -96,6 +98,11 @@ def betting_upper_bound(losses, delta, n_bisect=50):
         Error level of each column's bound.
     n_bisect : int, default=50
         Bisection steps on ``m``.
+    bet_delta : float, default=None
+        The ``delta`` of the betting fractions ``nu_i`` (``delta`` when None).
+        Any fixed value keeps the bound valid at level ``delta``; with the
+        fractions fixed, a larger ``delta`` lowers only the threshold, so the
+        bound never grows.
 
     Returns
     -------
@@ -107,7 +114,8 @@ def betting_upper_bound(losses, delta, n_bisect=50):
     mu = (0.5 + np.cumsum(losses, axis=0)) / (steps + 1)
     s2 = (0.25 + np.cumsum((losses - mu) ** 2, axis=0)) / (steps + 1)
     s2_prev = np.vstack([np.full((1, losses.shape[1]), 0.25), s2[:-1]])
-    nu = np.minimum(1.0, np.sqrt(2.0 * np.log(1.0 / delta) / (n * s2_prev)))
+    bet = delta if bet_delta is None else bet_delta
+    nu = np.minimum(1.0, np.sqrt(2.0 * np.log(1.0 / bet) / (n * s2_prev)))
     threshold = np.log(1.0 / delta)
     lo = np.zeros(losses.shape[1])
     hi = np.ones(losses.shape[1])
@@ -121,31 +129,34 @@ def betting_upper_bound(losses, delta, n_bisect=50):
     return hi
 
 
-def band_range(n):
-    """The miscoverages ``[low, high]`` on which the band is calibrated.
+# The upper end of the default band: the levels certified to miss at most
+# this often pay for it (the fraction of a uniform-quantile grid below it).
+_BAND_HIGH = 0.95
 
-    ``high = 1/2``; ``low = min(0.01, 10 / n)``: miscoverages below ``low``
-    cannot be certified by ``n`` samples anyway unless ``n`` is large. Fixed by
-    ``n`` alone, before any calibration score is seen.
+
+def band_range(n, floor=1.0, high=0.5):
+    """The miscoverages ``[low, high]`` on which a band is calibrated.
+
+    ``low = min(0.01, 10 / n, floor)``: miscoverages below ``low`` cannot be
+    certified by ``n`` samples anyway unless ``n`` is large (the band's
+    bounds are raised to it). ``floor`` (the smallest bound that Bonferroni
+    can give, ``1 - (delta / K) ** (1 / n)``) keeps the raised bounds below
+    Bonferroni's. Fixed before any calibration score is seen.
     """
-    return min(0.01, 10.0 / n), 0.5
+    return min(0.01, 10.0 / n, floor), high
 
 
 @lru_cache(maxsize=64)
-def _band_delta(n, delta, low, high):
-    """Per-count level ``delta'`` of the simultaneous band (see below).
+def _band_statistics(n, low, high):
+    """Sorted smallest band p-values over seeded simulations (see below).
 
     For ``n`` i.i.d. uniforms with order statistics ``U_(1) <= ... <= U_(n)``
     the band fails iff some ``t`` in ``[low, high]`` exceeds the
     Clopper-Pearson bound ``b_j(delta')`` of the count ``j = #{U_i < t}``;
     on ``(U_(j), U_(j+1)]`` the worst ``t`` is ``min(U_(j+1), high)``, which
     exceeds ``b_j(delta')`` iff the exact p-value
-    ``P(Beta(j + 1, n - j) >= t)`` is below ``delta'``. ``delta'`` is a
-    conservative ``delta``-quantile of the smallest such p-value over
-    ``_BAND_SIMULATIONS`` seeded simulations: the order statistic whose rank
-    is the ``1 - _BAND_CONFIDENCE`` quantile of Binomial(simulations, delta),
-    so that ``delta'`` lies below the exact quantile with probability at least
-    ``_BAND_CONFIDENCE`` over the simulation.
+    ``P(Beta(j + 1, n - j) >= t)`` is below ``delta'``. Returns the smallest
+    such p-value of each of ``_BAND_SIMULATIONS`` simulations, sorted.
     """
     rng = np.random.default_rng(0)
     j = np.arange(n)
@@ -159,8 +170,23 @@ def _band_delta(n, delta, low, high):
         active = worst > np.maximum(before, low)
         p = np.where(active, 1.0 - betainc(j + 1.0, n - j, worst), 1.0)
         smallest[start : start + size] = p.min(axis=1)
-    rank = int(binom.ppf(1.0 - _BAND_CONFIDENCE, _BAND_SIMULATIONS, delta))
-    return float(np.sort(smallest)[max(rank - 1, 0)])
+    return np.sort(smallest)
+
+
+def _band_delta(n, budget, low, high):
+    """Per-count level ``delta'`` of a band of failure probability ``budget``.
+
+    A conservative ``budget``-quantile of the smallest p-value of
+    :func:`_band_statistics`: the order statistic whose rank is the
+    ``1 - _BAND_CONFIDENCE`` quantile of Binomial(simulations, budget), so
+    that ``delta'`` lies below the exact quantile with probability at least
+    ``_BAND_CONFIDENCE`` over the simulation. Non-decreasing in ``budget``;
+    0 when the budget is too small for any band.
+    """
+    rank = int(binom.ppf(1.0 - _BAND_CONFIDENCE, _BAND_SIMULATIONS, budget))
+    if rank < 1:
+        return 0.0
+    return float(_band_statistics(int(n), float(low), float(high))[rank - 1])
 
 
 def simultaneous_binomial_band(n_errors, n, delta, band_share=0.9):
@@ -172,7 +198,7 @@ def simultaneous_binomial_band(n_errors, n, delta, band_share=0.9):
     ``r_k`` is
 
     - the Clopper-Pearson bound of its count at the single level ``delta'``
-      of :func:`_band_delta` (calibrated for ``band_share * delta`` on the
+      of :func:`_band_delta` (a band for ``band_share * delta`` on the
       miscoverages ``[low, high]`` of :func:`band_range`), raised to
       ``low``, when that bound is below ``high = 1/2``;
     - otherwise its Clopper-Pearson bound at level
@@ -182,27 +208,86 @@ def simultaneous_binomial_band(n_errors, n, delta, band_share=0.9):
     **Theorem.** With probability at least ``1 - delta`` (up to the
     simulation error of ``delta'``, itself controlled with probability
     ``_BAND_CONFIDENCE``), ``alpha(r_k) <= bound_k`` for every ``k`` at
-    once, so also at a level chosen after looking at the bounds. Proof
-    sketch: write ``S_i > r`` iff ``U_i < alpha(r)`` with ``U_i`` uniform (the
-    quantile transform, which also covers ties). On the band's event (of
-    probability ``>= 1 - band_share * delta``), every ``t = alpha(r)`` in
-    ``[low, high]`` is at most the band bound of its count; a radius with
-    ``alpha(r) > high`` has at least ``#{U_i < high}`` misses and hence a band
-    bound ``>= high``, so it is one of the Bonferroni levels; ``alpha(r) <
-    low`` is below the floor. The Bonferroni bounds hold together with
-    probability ``>= 1 - (1 - band_share) * delta``.
+    once. Proof sketch: write ``S_i > r`` iff ``U_i < alpha(r)`` with ``U_i``
+    uniform (the quantile transform, which also covers ties). On the band's
+    event, every ``t = alpha(r)`` in ``[low, high]`` is at most the band bound
+    of its count; a radius with ``alpha(r) > high`` has at least
+    ``#{U_i < high}`` misses and hence a band bound ``>= high``, so it is one
+    of the Bonferroni levels; ``alpha(r) < low`` is below the floor.
 
-    The band's level ``delta'`` does not shrink with ``K``: about
-    ``delta / 20`` at ``n = 500``, against ``delta / K`` for a Bonferroni
-    split (``delta / 50`` at 50 levels).
+    This fixed split is looser than Bonferroni at ``delta / K`` on the
+    levels above 1/2; :func:`frontier_bounds` (``correction="band"``) spends
+    the budget so that no level is. Returns ``(bound, delta')``.
     """
     n_errors = np.asarray(n_errors, dtype=float)
     low, high = band_range(n)
     delta_band = _band_delta(int(n), float(band_share * delta), low, high)
     band = binomial_upper_bound(n_errors, n, delta_band)
     rest = binomial_upper_bound(n_errors, n, (1 - band_share) * delta / n_errors.size)
+    # (the fixed split of issue 18, kept for reference and tests)
     bound = np.where(band < high, np.maximum(band, low), rest)
     return bound, delta_band
+
+
+def _ltt_floor(n, level):
+    """The smallest Clopper-Pearson bound at ``level``: that of 0 misses."""
+    return 1.0 - level ** (1.0 / n)
+
+
+@lru_cache(maxsize=256)
+def band_allocation(n, n_levels, delta, with_regret):
+    """The band's share of the budget that :func:`frontier_bounds` frees.
+
+    ``correction="band"`` frees the LTT-Bonferroni budget of the levels
+    certified to miss at most ``high`` of the time, ``m delta / (2K)``, and
+    splits it: ``share`` to the miscoverage band and ``1 - share`` to the
+    regret bounds. The share maximises, for ``m = K``, the product of the two
+    gains over LTT-Bonferroni's per-level level ``delta / (2K)``:
+    ``max(1, delta' / (delta / (2K)))`` (the band is used only when it beats
+    Bonferroni) and ``2 - share`` for the regret, over the eleven shares
+    ``np.linspace(0, 1, 11)``. From ``n``, ``K`` and ``delta`` only, so fixed
+    before the calibration data are seen. Without regret the share is 1.
+    """
+    if not with_regret:
+        return 1.0
+    level = _per_level_delta(delta, n_levels, True)
+    low, high = band_range(n, _ltt_floor(n, level), _BAND_HIGH)
+    best = (0.0, 0.0)
+    for share in np.linspace(0.0, 1.0, 11):
+        band = _band_delta(n, share * n_levels * level, low, high)
+        gain = max(1.0, band / level) * (2.0 - share)
+        if gain > best[0] + 1e-12:
+            best = (gain, float(share))
+    return best[1]
+
+
+def _capped_band(counts, n, delta, n_levels, with_regret):
+    """Miscoverage bounds of ``correction="band"`` and the regret's level.
+
+    See :func:`frontier_bounds`. Returns ``(bounds, regret_level, info)``.
+    """
+    level = _per_level_delta(delta, n_levels, with_regret)
+    ltt = binomial_upper_bound(counts, n, level)
+    low, high = band_range(n, _ltt_floor(n, level), _BAND_HIGH)
+    # Fixed-sequence test of "alpha_k > high" from the widest set down, each
+    # at the full LTT level: the levels it rejects miss at most that often
+    # unless some LTT bound of a level above high fails.
+    p = binom.cdf(counts, n, high)
+    certified = 0
+    for value in p[::-1]:
+        if value > level:
+            break
+        certified += 1
+    share = band_allocation(int(n), n_levels, float(delta), with_regret)
+    budget = certified * level
+    delta_band = _band_delta(int(n), share * budget, low, high)
+    regret_level = level + (1.0 - share) * budget / n_levels
+    info = {"certified": certified, "share": share, "delta_band": delta_band}
+    if delta_band < level:  # no band beats Bonferroni: LTT-Bonferroni's
+        return ltt, regret_level, info
+    band = binomial_upper_bound(counts, n, delta_band)
+    bound = np.where(band < high, np.maximum(band, low), ltt)
+    return bound, regret_level, info
 
 
 def _mapie_risk_control():
@@ -280,11 +365,31 @@ def frontier_bounds(
     delta : float
         Total error budget.
     correction : {"band", "bonferroni", "none"}
-        ``"band"`` (the estimator's default) spends half of ``delta`` (all of
-        it without regret) on the simultaneous binomial band of the
-        miscoverage (:func:`simultaneous_binomial_band`) and the other half
-        on the regret bounds, split over the levels. ``"bonferroni"``
-        (Learn-then-Test with Bonferroni) splits ``delta`` over the two
+        ``"band"`` (the estimator's default): never looser than
+        ``"bonferroni"`` at any level, for both quantities. Miscoverage: a
+        fixed-sequence test (from the widest set down, each at
+        LTT-Bonferroni's per-level level ``delta / (2K)``) certifies ``m``
+        levels to miss at most a fraction ``high = 0.95`` of the time; their
+        Bonferroni budget ``m delta / (2K)`` goes to one simultaneous
+        binomial band on ``[low, high]`` (``share`` of it,
+        :func:`band_allocation`) and to the regret bounds (the rest, spread
+        over the ``K`` levels on top of ``delta / (2K)`` each). A level's
+        miscoverage bound is the band's when that is below ``high``, else
+        LTT-Bonferroni's (the fallback per level); the band is
+        used only when its per-count level ``delta'`` is at least
+        ``delta / (2K)``, and its floor ``low`` is below the smallest
+        Bonferroni bound, so each band bound is at most LTT-Bonferroni's.
+        *Validity*: a wrong rejection of the test is a failure of the
+        LTT-Bonferroni bound of a level above ``high``, which the union
+        bound counts anyway; outside that event the budget split between the
+        band and the regret is at most the Bonferroni budget
+        ``K_le delta / (2K)`` of the ``K_le`` levels that truly miss at most
+        that often (band and regret failures are nested in their levels), so
+        all bounds hold with probability at least
+        ``1 - (K_hi + K_le) delta / (2K) - K delta / (2K) = 1 - delta``.
+        When the band's level would fall below ``delta / (2K)`` the
+        miscoverage bounds are LTT-Bonferroni's and only the regret gains.
+        ``"bonferroni"`` (Learn-then-Test with Bonferroni) splits ``delta`` over the two
         quantities and the levels. Either way every bound holds
         simultaneously with probability at least ``1 - delta``. ``"none"``
         gives pointwise bounds at level ``delta`` each (for comparison in
@@ -298,22 +403,28 @@ def frontier_bounds(
         ``regret_upper`` is None when ``regret`` is None.
     """
     n, n_levels = miscovered.shape
-    if correction in ("bonferroni", "band"):
-        delta_k = _per_level_delta(delta, n_levels, regret is not None)
+    with_regret = regret is not None
+    counts = miscovered.sum(axis=0)
+    ltt_level = _per_level_delta(delta, n_levels, with_regret)
+    bet_delta = None
+    if correction == "band":
+        mis_upper, delta_k, _ = _capped_band(counts, n, delta, n_levels, with_regret)
+        # The betting fractions of LTT-Bonferroni's level, so that a larger
+        # level only lowers the threshold (never a looser bound).
+        bet_delta = ltt_level
+    elif correction == "bonferroni":
+        delta_k = ltt_level
+        mis_upper = binomial_upper_bound(counts, n, delta_k)
     else:
         delta_k = delta
-    if correction == "band":
-        share = delta / 2 if regret is not None else delta
-        mis_upper, _ = simultaneous_binomial_band(miscovered.sum(axis=0), n, share)
-    else:
-        mis_upper = binomial_upper_bound(miscovered.sum(axis=0), n, delta_k)
+        mis_upper = binomial_upper_bound(counts, n, delta_k)
     # The true miscoverage is non-increasing in the radius (nested sets), so a
     # bound valid at a smaller radius is valid at every larger one as well.
     mis_upper = np.minimum.accumulate(mis_upper)
     if regret is None:
         return mis_upper, None
     if regret_bound == "betting":
-        reg_upper = betting_upper_bound(regret, delta_k)
+        reg_upper = betting_upper_bound(regret, delta_k, bet_delta=bet_delta)
     else:
         reg_upper = hoeffding_bentkus_upper_bound(regret.mean(axis=0), n, delta_k)
     return mis_upper, reg_upper

@@ -106,20 +106,30 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
     ``frontier_["miscoverage_upper"]`` and ``frontier_["regret_upper"]``.
     How they are built depends on ``bound``:
 
-    - ``"simultaneous"`` and ``"fixed-sequence"`` (the same frontier): half of
-      ``delta`` (all of it without a problem) goes to one simultaneous
-      binomial band on the miscoverage curve. Miscoverage is the survival
-      function of the score, non-increasing in the radius, so a single band
-      covers every radius at once: each level's count of misses gets the
-      Clopper-Pearson bound at one level ``delta'`` calibrated on the joint
-      law of uniform order statistics (about ``delta / 40`` at 500 samples,
-      whatever the number of levels; see
-      :func:`~sklearn_ext.robust_optimization._bounds.simultaneous_binomial_band`
-      for the theorem, the floor at ``min(0.01, 10/n)`` and the value 1 above
-      1/2). The other half goes to the regret bounds, split over the ``K``
-      levels (Bonferroni), each a betting (Waudby-Smith-Ramdas) or
-      Hoeffding-Bentkus bound on a mean of [0, 1] losses at level
-      ``delta / (2K)`` (``regret_bound``).
+    - ``"simultaneous"`` and ``"fixed-sequence"`` (the same frontier): **never
+      looser than ``"ltt-bonferroni"`` at any level**, for both quantities.
+      A fixed-sequence test (each at LTT-Bonferroni's level ``delta / (2K)``)
+      certifies the ``m`` levels that miss at most a fraction ``high = 0.95``
+      of the time; their
+      LTT-Bonferroni budget ``m delta / (2K)`` pays for one simultaneous
+      binomial band on the miscoverage curve and for raising every regret
+      bound's level above ``delta / (2K)``, in a split fixed by ``n``, ``K``
+      and ``delta`` alone. Miscoverage is the survival function of the score,
+      non-increasing in the radius, so a single band covers every radius at
+      once: each level's count of misses gets the Clopper-Pearson bound at one
+      level ``delta'`` calibrated on the joint law of uniform order
+      statistics; a level whose band bound is above ``high``, and every level
+      when ``delta' < delta / (2K)``, keeps LTT-Bonferroni's bound (the
+      fallback per level). The regret bound of each level is a betting
+      (Waudby-Smith-Ramdas) or Hoeffding-Bentkus bound on a mean of [0, 1]
+      losses (``regret_bound``), at ``delta / (2K)`` plus its share of the
+      freed budget. See
+      :func:`~sklearn_ext.robust_optimization._bounds.frontier_bounds` for
+      the proof that all bounds hold at once with probability ``1 - delta``:
+      a wrong certification is a failure of an LTT-Bonferroni bound that the
+      union bound counts anyway. Regret is not monotone in the radius, so it
+      has no band; with 500 samples and 50 levels the band rarely beats
+      Bonferroni and the freed budget goes to the regret.
     - ``"ltt-bonferroni"``: Learn-then-Test with Bonferroni, the textbook
       baseline: ``delta`` split over the two quantities and the ``K`` levels,
       each miscoverage bound the Clopper-Pearson bound at ``delta / (2K)``.
@@ -224,8 +234,11 @@ class ConformalRobustOptimizer(RegressorMixin, BaseEstimator):
 
     bound : {"simultaneous", "fixed-sequence", "ltt-bonferroni"}, default="simultaneous"
         How the frontier is certified (see the guarantee above):
-        ``"simultaneous"`` (one band on the miscoverage curve, Bonferroni on
-        the regret), ``"fixed-sequence"`` (the same frontier, and
+        ``"simultaneous"`` (a band on the miscoverage curve paid for by the
+        levels that certifiably miss at most a fraction ``high = 0.95`` of
+        the time, never looser
+        than ``"ltt-bonferroni"`` at any level), ``"fixed-sequence"`` (the
+        same frontier, and
         :meth:`select` certifies its targets by fixed-sequence testing at the
         full ``delta``; needs ``mapie``), or ``"ltt-bonferroni"`` (the
         Bonferroni split over every level, for comparison).

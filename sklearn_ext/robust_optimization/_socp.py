@@ -16,6 +16,11 @@ by Newton's method on ``tau (c~^T z + t) - sum log(h~ - G~ z)
 central path the duality gap is ``theta / tau`` (``theta`` the number of
 inequalities plus 2 for the cone), so the objective is within
 ``theta / tau`` of the optimum when the Newton steps have converged.
+
+:func:`solve_primal_dual` (the default of ``LinearProblem``) solves the same
+programs by a primal-dual interior-point method (Mehrotra's
+predictor-corrector with Nesterov-Todd scaling), batched the same way, in
+about 20 iterations instead of hundreds of Newton steps.
 """
 
 # Authors: The sklearn_ext developers
@@ -25,7 +30,7 @@ import numpy as np
 from scipy.linalg import null_space
 from scipy.optimize import linprog
 
-__all__ = ["PolytopeBarrier"]
+__all__ = ["PolytopeBarrier", "solve_primal_dual"]
 
 _TAU_GROWTH = 20.0
 _OUTER_STEPS = 40
@@ -220,3 +225,302 @@ class PolytopeBarrier:
             cone = np.where(np.abs(b2) < 1e-300, first, quadratic)
             cone = np.where(cone > 0, cone, np.inf)
         return np.minimum(linear, cone)
+
+
+# --- primal-dual interior point (the default) ------------------------------------
+
+_PD_MAX_ITER = 60
+_PD_STEP = 0.99
+
+
+def _soc_step(u, du):
+    """Largest ``alpha <= 1 / _PD_STEP`` keeping ``u + alpha du`` in the cone.
+
+    ``u`` (R, p + 1) is strictly inside the second-order cone
+    ``{u_0 >= ||u_1||}``; ``du`` a direction.
+    """
+    q = u[:, 0] ** 2 - np.einsum("rp,rp->r", u[:, 1:], u[:, 1:])
+    b1 = 2 * (u[:, 0] * du[:, 0] - np.einsum("rp,rp->r", u[:, 1:], du[:, 1:]))
+    b2 = du[:, 0] ** 2 - np.einsum("rp,rp->r", du[:, 1:], du[:, 1:])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        disc = b1 * b1 - 4 * b2 * q
+        root = np.sqrt(np.maximum(disc, 0.0))
+        # The smallest positive root of q + b1 a + b2 a^2 (q > 0), if any.
+        quadratic = np.where(
+            b2 < 0,
+            (-b1 - root) / (2 * b2),
+            np.where((disc >= 0) & (b1 < 0), (-b1 - root) / (2 * b2), np.inf),
+        )
+        linear = np.where(b1 < 0, -q / b1, np.inf)
+        cone = np.where(np.abs(b2) <= 1e-300, linear, quadratic)
+        cone = np.where(cone > 0, cone, np.inf)
+        # The root of the wrong branch (u_0 < 0) never comes first from the
+        # interior, but keep u_0 positive as well.
+        first = np.where(du[:, 0] < 0, -u[:, 0] / du[:, 0], np.inf)
+    return np.minimum(cone, first)
+
+
+def _interior(u):
+    """Rows of ``u`` strictly inside the second-order cone, in floating point."""
+    norm = np.sqrt(np.einsum("rp,rp->r", u[:, 1:], u[:, 1:]))
+    return (u[:, 0] - norm) * (u[:, 0] + norm) > 0
+
+
+def _jordan(u, v):
+    """Jordan product of second-order-cone vectors, rowwise."""
+    out = u[:, :1] * v + v[:, :1] * u
+    out[:, 0] = np.einsum("rp,rp->r", u, v)
+    return out
+
+
+def _jordan_solve(lam, r):
+    """``v`` with ``lam o v = r`` (``lam`` inside the cone), rowwise."""
+    det = lam[:, 0] ** 2 - np.einsum("rp,rp->r", lam[:, 1:], lam[:, 1:])
+    v0 = (lam[:, 0] * r[:, 0] - np.einsum("rp,rp->r", lam[:, 1:], r[:, 1:])) / det
+    v = np.empty_like(r)
+    v[:, 0] = v0
+    v[:, 1:] = (r[:, 1:] - v0[:, None] * lam[:, 1:]) / lam[:, :1]
+    return v
+
+
+def solve_primal_dual(barrier, C, S, shape=None, tol=1e-8):
+    """Decisions (n_rows, n) and a convergence mask, by a primal-dual method.
+
+    The same programs as :meth:`PolytopeBarrier.solve`, in the conic form
+    ``min q^T x  s.t.  s = h - G x,  s in K`` with ``x = (z, t)``,
+    ``K = R_+^m x Q^{p+1}``: the inequalities ``h~ - G~ z >= 0`` and the cone
+    ``(t, a + B z)``. Mehrotra's predictor-corrector with Nesterov-Todd
+    scaling (as in CVXOPT and ECOS), batched over the rows: each iteration
+    solves one ``(k + 1) x (k + 1)`` system per row, and about 15 to 25
+    iterations reach the tolerance (against hundreds of Newton steps for the
+    barrier). The start is primal feasible (``z = 0`` is the polytope's
+    interior point), so every iterate is; a row stops when its duality gap
+    ``s^T z`` is below ``tol * max(1, |objective|)`` and its dual residual
+    below ``tol * (1 + ||q||_inf)``: then its objective is within about that
+    gap of the optimum. Rows that do not get there in ``_PD_MAX_ITER``
+    iterations are reported in the mask.
+    """
+    W = np.empty(C.shape)
+    ok = np.empty(C.shape[0], dtype=bool)
+    chunk = _ROW_CHUNK if shape is not None else 8 * _ROW_CHUNK
+    for start in range(0, C.shape[0], chunk):
+        rows = slice(start, start + chunk)
+        W[rows], ok[rows] = _pd_chunk(barrier, C[rows], S[rows], shape, tol)
+    return W, ok
+
+
+class _ConeMap:
+    """``v -> B v`` and ``u -> B^T u`` for ``B = M^T diag(s) N``, row by row.
+
+    Without a shape matrix ``M`` every product is a matrix product on the
+    half-widths, so nothing of size ``(rows, p, k)`` is stored. ``keep``
+    drops the rows that have stopped.
+    """
+
+    def __init__(self, S, N, shape):
+        self.S, self.N, self.M = S, N, shape
+        self.NN = (N[:, :, None] * N[:, None, :]).reshape(N.shape[0], -1)
+        if shape is not None:
+            B = np.einsum("ji,rjk->rik", shape, S[:, :, None] * N[None])
+            self.B, self.BtB = B, np.einsum("rpk,rpl->rkl", B, B)
+
+    def keep(self, mask):
+        self.S = self.S[mask]
+        if self.M is not None:
+            self.B, self.BtB = self.B[mask], self.BtB[mask]
+
+    def gram(self):
+        k = self.N.shape[1]
+        if self.M is None:
+            return (self.S**2 @ self.NN).reshape(-1, k, k)
+        return self.BtB
+
+    def dot(self, x):  # B x, x (rows, k)
+        if self.M is None:
+            return self.S * (x @ self.N.T)
+        return np.einsum("rpk,rk->rp", self.B, x)
+
+    def tdot(self, u):  # B^T u, u (rows, p)
+        if self.M is None:
+            return (self.S * u) @ self.N
+        return np.einsum("rpk,rp->rk", self.B, u)
+
+
+def _cholesky_solver(H):
+    """Batched Cholesky factor of ``H`` and a function solving ``H x = b``."""
+    L = np.linalg.cholesky(H)
+    n = H.shape[1]
+    diag = np.diagonal(L, axis1=1, axis2=2)
+
+    def solve(b):
+        y = np.empty_like(b)
+        for j in range(n):  # L y = b
+            y[:, j] = (b[:, j] - np.einsum("rk,rk->r", L[:, j, :j], y[:, :j])) / diag[
+                :, j
+            ]
+        x = np.empty_like(b)
+        for j in range(n - 1, -1, -1):  # L^T x = y
+            x[:, j] = (
+                y[:, j] - np.einsum("rk,rk->r", L[:, j + 1 :, j], x[:, j + 1 :])
+            ) / diag[:, j]
+        return x
+
+    return solve
+
+
+def _pd_chunk(barrier, C, S, shape, tol):
+    N, G, h = barrier.N, barrier.G, barrier.h
+    R, k = C.shape[0], N.shape[1]
+    m = G.shape[0]
+    c_all = C @ N  # (R, k)
+    a = S * barrier.w0  # (R, p)
+    if shape is not None:
+        a = a @ shape
+    cone = _ConeMap(S, N, shape)
+    GG = (G[:, :, None] * G[:, None, :]).reshape(m, k * k)
+    q_inf = np.maximum(np.abs(c_all).max(1, initial=0.0), 1.0)
+    # Primal start: z = 0, t = ||a|| + 1; dual start on the central path of mu = 1.
+    # The arrays hold the rows still iterating (original indices ``idx``).
+    xz = np.zeros((R, k))
+    xt = np.sqrt(np.einsum("rp,rp->r", a, a)) + 1.0
+    sL = np.broadcast_to(h, (R, m)).copy()
+    sQ = np.concatenate([xt[:, None], a], axis=1)
+    zL = 1.0 / sL
+    det = sQ[:, 0] ** 2 - np.einsum("rp,rp->r", a, a)
+    zQ = sQ / det[:, None]
+    zQ[:, 1:] *= -1.0
+    c, idx = c_all, np.arange(R)
+    XZ = np.zeros((R, k))
+    theta = m + 1.0
+    done = np.zeros(R, dtype=bool)
+    eye = np.eye(k + 1)
+
+    def drop(stop, arrays):
+        XZ[idx[stop]] = arrays[0][stop]
+        cone.keep(~stop)
+        return [x[~stop] for x in arrays]
+
+    for _ in range(_PD_MAX_ITER):
+        # Residuals and the stopping test.
+        rd = np.empty((idx.size, k + 1))  # -(G^T z + q)
+        rd[:, :k] = cone.tdot(zQ[:, 1:]) - c - zL @ G
+        rd[:, k] = zQ[:, 0] - 1.0
+        gap = np.einsum("rm,rm->r", sL, zL) + np.einsum("rp,rp->r", sQ, zQ)
+        objective = np.einsum("rk,rk->r", c, xz) + xt
+        stop = (gap <= tol * np.maximum(1.0, np.abs(objective))) & (
+            np.abs(rd).max(1) <= tol * q_inf
+        )
+        if stop.any():
+            done[idx[stop]] = True
+            xz, xt, sL, sQ, zL, zQ, c, q_inf, rd, gap = drop(
+                stop, [xz, xt, sL, sQ, zL, zQ, c, q_inf, rd, gap]
+            )
+            idx = idx[~stop]
+        if not idx.size:
+            break
+        mu = gap / theta
+        # Nesterov-Todd scaling.
+        dL = zL / sL  # W_L^{-2}
+        rootL = np.sqrt(dL)  # W_L^{-1}
+        lamL = np.sqrt(sL * zL)
+        ns = np.sqrt(sQ[:, 0] ** 2 - np.einsum("rp,rp->r", sQ[:, 1:], sQ[:, 1:]))
+        nz = np.sqrt(zQ[:, 0] ** 2 - np.einsum("rp,rp->r", zQ[:, 1:], zQ[:, 1:]))
+        sb, zb = sQ / ns[:, None], zQ / nz[:, None]
+        gamma = np.sqrt(0.5 * (1.0 + np.einsum("rp,rp->r", sb, zb)))
+        w0 = (sb[:, 0] + zb[:, 0]) / (2 * gamma)
+        w1 = (sb[:, 1:] - zb[:, 1:]) / (2 * gamma[:, None])
+        eta = np.sqrt(ns / nz)
+
+        def apply_w(v, inverse, w0=w0, w1=w1, eta=eta):
+            """``W v`` (or ``W^{-1} v``) in the cone part."""
+            sign = -1.0 if inverse else 1.0
+            w1v = np.einsum("rp,rp->r", w1, v[:, 1:])
+            out = np.empty_like(v)
+            out[:, 0] = w0 * v[:, 0] + sign * w1v
+            out[:, 1:] = v[:, 1:] + (sign * v[:, :1] + (w1v / (1.0 + w0))[:, None]) * w1
+            return out * (1.0 / eta if inverse else eta)[:, None]
+
+        lamQ = apply_w(zQ, False)
+        # H = G_L^T diag(dL) G_L + (W_Q^{-1} G_Q)^T (W_Q^{-1} G_Q), with
+        # G_Q x = -(t, B z) and w^T J w = 1.
+        beta = cone.tdot(w1)
+        inv_eta2 = 1.0 / (eta * eta)
+        H = np.empty((idx.size, k + 1, k + 1))
+        H[:, :k, :k] = (dL @ GG).reshape(-1, k, k) + inv_eta2[:, None, None] * (
+            cone.gram() + 2 * beta[:, :, None] * beta[:, None, :]
+        )
+        H[:, :k, k] = H[:, k, :k] = -2 * (inv_eta2 * w0)[:, None] * beta
+        H[:, k, k] = inv_eta2 * (2 * w0 * w0 - 1.0)
+        H += 1e-14 * np.abs(H).max((1, 2))[:, None, None] * eye
+        bad = ~np.isfinite(H).all((1, 2))
+        H[bad] = eye
+        try:
+            solve = _cholesky_solver(H)
+        except np.linalg.LinAlgError:  # not positive definite: cvxpy takes these
+            break
+
+        def newton(uL, uQ, solve=solve, rd=rd, rootL=rootL, dL=dL):
+            """Step for ``W dz + W^{-1} ds = u`` (scaled centring equations)."""
+            # dx solves H dx = rd - G^T W^{-1} u.
+            vQ = apply_w(uQ, True)
+            rhs = rd.copy()
+            rhs[:, :k] += cone.tdot(vQ[:, 1:]) - (rootL * uL) @ G
+            rhs[:, k] += vQ[:, 0]
+            dx = solve(rhs)
+            dsL = -dx[:, :k] @ G.T
+            dsQ = np.concatenate([dx[:, k:], cone.dot(dx[:, :k])], axis=1)
+            # dz = W^{-2} G dx + W^{-1} u = W^{-1} (u - W^{-1} ds).
+            dzL = -dL * dsL + rootL * uL
+            dzQ = apply_w(uQ - apply_w(dsQ, True), True)
+            return dx, dsL, dsQ, dzL, dzQ
+
+        def max_step(dsL, dsQ, dzL, dzQ, sL=sL, sQ=sQ, zL=zL, zQ=zQ):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lin = np.minimum(
+                    np.where(dsL < 0, -sL / dsL, np.inf).min(1, initial=np.inf),
+                    np.where(dzL < 0, -zL / dzL, np.inf).min(1, initial=np.inf),
+                )
+            return np.minimum(lin, np.minimum(_soc_step(sQ, dsQ), _soc_step(zQ, dzQ)))
+
+        with np.errstate(all="ignore"):
+            # Predictor (affine scaling): u = -lambda.
+            _, dsL, dsQ, dzL, dzQ = newton(-lamL, -lamQ)
+            al = np.minimum(1.0, max_step(dsL, dsQ, dzL, dzQ))[:, None]
+            gap_aff = np.einsum("rm,rm->r", sL + al * dsL, zL + al * dzL)
+            gap_aff += np.einsum("rp,rp->r", sQ + al * dsQ, zQ + al * dzQ)
+            sigma = np.clip(gap_aff / gap, 0.0, 1.0) ** 3
+            # Corrector: sigma mu e - lambda o lambda - (W^{-1} ds_a) o (W dz_a).
+            rcL = (sigma * mu)[:, None] - lamL * lamL - (rootL * dsL) * (dzL / rootL)
+            rcQ = -_jordan(lamQ, lamQ) - _jordan(
+                apply_w(dsQ, True), apply_w(dzQ, False)
+            )
+            rcQ[:, 0] += sigma * mu
+            dx, dsL, dsQ, dzL, dzQ = newton(rcL / lamL, _jordan_solve(lamQ, rcQ))
+            al = np.minimum(1.0, _PD_STEP * max_step(dsL, dsQ, dzL, dzQ))
+            al = np.where(np.isfinite(al), al, 0.0)
+            # Round-off can put a step computed to stay inside on the cone's
+            # boundary: halve it until both iterates are strictly inside.
+            for _ in range(8):
+                a2 = al[:, None]
+                inside = _interior(sQ + a2 * dsQ) & _interior(zQ + a2 * dzQ)
+                inside &= ((sL + a2 * dsL) > 0).all(1) & ((zL + a2 * dzL) > 0).all(1)
+                if inside.all():
+                    break
+                al = np.where(inside, al, 0.5 * al)
+        moved = inside & (al > 0) & np.isfinite(dx).all(1) & ~bad
+        al = al[:, None]
+        xz = xz + al * dx[:, :k]
+        xt = xt + al[:, 0] * dx[:, k]
+        sL = sL + al * dsL
+        sQ = sQ + al * dsQ
+        zL = zL + al * dzL
+        zQ = zQ + al * dzQ
+        if not moved.all():  # stalled: not converged, cvxpy takes these
+            xz, xt, sL, sQ, zL, zQ, c, q_inf = drop(
+                ~moved, [xz, xt, sL, sQ, zL, zQ, c, q_inf]
+            )
+            idx = idx[moved]
+            if not idx.size:
+                break
+    XZ[idx] = xz
+    return barrier.w0 + XZ @ N.T, done
