@@ -7,6 +7,14 @@ from sklearn_ext.linear_model._graph_guided import (
     GraphGuidedClassifier,
     GraphGuidedRegressor,
 )
-from sklearn_ext.linear_model._graph_guided_cv import GraphGuidedRegressorCV
+from sklearn_ext.linear_model._graph_guided_cv import (
+    GraphGuidedClassifierCV,
+    GraphGuidedRegressorCV,
+)
 
-__all__ = ["GraphGuidedClassifier", "GraphGuidedRegressor", "GraphGuidedRegressorCV"]
+__all__ = [
+    "GraphGuidedClassifier",
+    "GraphGuidedClassifierCV",
+    "GraphGuidedRegressor",
+    "GraphGuidedRegressorCV",
+]

@@ -68,7 +68,10 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
       neighbour per iteration); ``"uniform"`` draws ``edges_per_step`` edges.
       ``edge_memory=True`` keeps every edge's last subgradient (point-SAGA),
       which removes the variance of the edge sampling at the optimum. Its
-      automatic step is ``RIP_STEP = 0.2`` times prox-SGD's.
+      automatic step is a fraction of prox-SGD's that shrinks as the
+      scaled radius ``q = eta0 * alpha * max a_st / P(edge drawn)`` of its
+      first edge proxes grows: ``clip(0.4 * q ** -0.3, 0.1, 1)``, a rule
+      measured over alpha and graph sizes (see ``_graph_guided_solver.py``).
 
     Which solver: on one machine prox-SGD was ahead at every size
     ``benchmarks/bench_graph_guided.py`` measures (the figures are in the
@@ -167,13 +170,16 @@ class GraphGuidedRegressor(RegressorMixin, _BaseGraphGuided):
     inner_max_iter : int, default=200
         Maximum dual iterations of the prox of ``"prox_sgd"`` (a safeguard:
         tests check that it is not reached in 1e5 iterations).
-    inner_tol : float, default=0.3
+    inner_tol : "auto" or float, default="auto"
         At iteration t the prox's dual iterations stop when the primal point
         moves by less than ``inner_tol / sqrt(t + 1)`` relative to the prox's
         displacement ``|prox(V) - V|``: the error of the inexact prox then
         shrinks like ``eta_t^2``, faster than the step, and leaves no floor
         (tested up to 1e5 iterations). A smaller value makes each prox more
-        exact and more costly.
+        exact and more costly. "auto" sets it from the graph's size,
+        ``clip(0.3 * 30 / n_tasks, 0.01, 0.3)``, since a loose prox is the
+        faster on small graphs and a tight one on large graphs (measured in
+        ``benchmarks/bench_graph_guided.py``, part ``innertol``).
     device : str or torch.device, default="auto"
         Where the iterations run. The CPU path is numpy (float64) and does not
         import torch; "cuda" (or "cuda:N", a ``torch.device``) runs the same
@@ -388,9 +394,10 @@ class GraphGuidedClassifier(ClassifierMixin, _BaseGraphGuided):
         Record the objective trace in ``objective_curve_``.
     inner_max_iter : int, default=200
         Maximum dual iterations of the prox of ``"prox_sgd"``.
-    inner_tol : float, default=0.3
+    inner_tol : "auto" or float, default="auto"
         Relative tolerance of the prox's dual iterations at the first
-        iteration, divided by ``sqrt(t + 1)`` at iteration t.
+        iteration, divided by ``sqrt(t + 1)`` at iteration t; "auto" sets it
+        from the graph's size, as for the regressor.
     device : str or torch.device, default="auto"
         Where the iterations run, as for the regressor.
     random_state : int, RandomState instance or None, default=None

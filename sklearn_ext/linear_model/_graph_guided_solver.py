@@ -56,12 +56,16 @@ from sklearn_ext.linear_model._graph_guided_ops import _NumpyOps, _TorchOps
 __all__ = [
     "CHECK_EVERY",
     "RIP_STEP",
+    "RIP_STEP_MIN",
+    "RIP_STEP_POWER",
     "GraphProblem",
     "SolverState",
     "edge_colouring",
     "objective",
     "prox_edge",
+    "inner_tol_auto",
     "prox_graph",
+    "rip_step_fraction",
     "solve",
 ]
 
@@ -74,12 +78,51 @@ _CURVATURE = {"squared": 1.0, "logistic": 0.25, "softmax": 0.5}
 CHECK_EVERY = 100
 CHECK_ROWS = 5000
 
-# RIP's automatic step is this fraction of prox-SGD's: a sampled edge prox acts
+# RIP's automatic step is a fraction of prox-SGD's: a sampled edge prox acts
 # with its radius scaled by the inverse of its probability, and at the full
-# step those scaled proxes overshoot (measured on the benchmark's 30-task graph
-# and on a 1000-task graph: steps of 0.1-0.25 times the smoothness step reached
-# a 4-10 times lower objective gap after the same iterations than 1 or 4 times).
-RIP_STEP = 0.2
+# step those scaled proxes overshoot, the more so the larger that radius. The
+# fraction is RIP_STEP * q ** RIP_STEP_POWER, clipped to [RIP_STEP_MIN, 1],
+# where q = eta_smooth * alpha * max_e a_e * (1 / P(edge drawn)) is the
+# largest scaled radius of the first step (with standardised features, in
+# the units of the weights). Measured on planted problems of 10 and 30 tasks
+# over alpha and fixed fractions (benchmarks/bench_graph_guided.py, part
+# "ripstep", graph_guided_rip_step.md): the fraction of least relative gap
+# after a default fit falls as q grows, as this power law does, where the
+# former constant fraction (0.2) stopped at max_iter, far from the optimum,
+# at small q.
+RIP_STEP = 0.4
+RIP_STEP_POWER = -0.3
+RIP_STEP_MIN = 0.1
+
+
+# prox-SGD's inner tolerance, inner_tol="auto": INNER_TOL on small graphs,
+# shrinking in proportion to the number of tasks beyond INNER_TOL_TASKS, down
+# to INNER_TOL_MIN. Measured (benchmarks/bench_graph_guided.py, part
+# "innertol", graph_guided_inner_tol.md): a loose prox runs more iterations
+# per second, which wins on small graphs, while on large graphs (hundreds of
+# tasks and more) a tight one reaches a lower gap in the same solver time,
+# the loose prox's error carrying across the graph. The number of samples
+# did not change the best value in those measurements.
+INNER_TOL = 0.3
+INNER_TOL_TASKS = 30
+INNER_TOL_MIN = 0.01
+
+
+def inner_tol_auto(n_tasks, n_edges, n_samples):
+    """The inner tolerance of ``inner_tol="auto"`` for a graph of this size."""
+    if not n_edges:
+        return INNER_TOL
+    return float(
+        np.clip(INNER_TOL * INNER_TOL_TASKS / n_tasks, INNER_TOL_MIN, INNER_TOL)
+    )
+
+
+def rip_step_fraction(eta_smooth, alpha, edge_weight, inverse_probability):
+    """The fraction of the smoothness step that RIP's automatic step takes."""
+    if not len(edge_weight) or alpha <= 0:
+        return 1.0
+    q = eta_smooth * alpha * float(np.max(edge_weight)) * inverse_probability
+    return float(np.clip(RIP_STEP * q**RIP_STEP_POWER, RIP_STEP_MIN, 1.0))
 
 
 @dataclass
@@ -480,13 +523,15 @@ def solve(
     state=None,
     progress=None,
     callback=None,
+    check_every=CHECK_EVERY,
 ):
     """Run the stochastic proximal iterations; see the module docstring.
 
     ``state`` (a :class:`SolverState`) continues a run: its weights, step
     counter and dual variables. ``callback(t, W, B)``, when given, is called
     after every iteration with the backend's arrays (for benchmarks' traces);
-    a true return value stops the run.
+    a true return value stops the run. ``check_every``: iterations between
+    two evaluations of the stopping test.
 
     Returns
     -------
@@ -498,12 +543,9 @@ def solve(
     """
     ops = _NumpyOps(problem) if device is None else _TorchOps(problem, device)
     T, K, d = problem.n_tasks, problem.n_outputs, problem.n_features
+    if isinstance(inner_tol, str):  # "auto"
+        inner_tol = inner_tol_auto(T, len(problem.src), problem.X.shape[0])
     b = batch_size
-    if eta0 is None:
-        eta0 = step_size_auto(problem, batch_size)
-        if solver == "rip" and len(problem.src):
-            eta0 *= RIP_STEP
-    eta0 = float(eta0)
     t0 = 0 if state is None else state.t
     if state is None:
         W, B = ops.zeros((T, K, d)), ops.zeros((T, K))
@@ -523,6 +565,13 @@ def solve(
         inner_tol,
         state,
     )
+    if eta0 is None:
+        eta0 = step_size_auto(problem, batch_size)
+        if solver == "rip" and len(problem.src):
+            eta0 *= rip_step_fraction(
+                eta0, problem.alpha, problem.edge_weight, prox.scale
+            )
+    eta0 = float(eta0)
     draw_rows = _row_sampler(problem)
     sub = None if tol is None else check_rows(problem, batch_size)
     end = t0 + max_iter
@@ -555,7 +604,7 @@ def solve(
             if record_objective and t in checkpoints:
                 f_last = objective(problem, W, B, ops)
                 curve.append((t, f_last, objective(problem, W_avg, B_avg, ops)))
-            if tol is not None and (t - t0) % CHECK_EVERY == 0:
+            if tol is not None and (t - t0) % check_every == 0:
                 Wc, Bc = (W_avg, B_avg) if average else (W, B)
                 f = objective(problem, Wc, Bc, ops, rows=sub)
                 stall = stall + 1 if f > best - tol * max(abs(best), 1e-12) else 0
@@ -691,6 +740,7 @@ class _ProxStep:
         m = len(problem.src)
         K, d = problem.n_outputs, problem.n_features
         self.m = m
+        self.scale = 1.0  # rip: 1 / P(an edge is drawn), set below
         self.sampling = edge_sampling
         self.memory = solver == "rip" and edge_memory and m > 0
         dual = None if state is None else state.dual

@@ -157,9 +157,21 @@ def _edges_from_matrix(A, tasks):
     T = len(tasks)
     A = sparse.coo_matrix(A) if sparse.issparse(A) else np.asarray(A, dtype=float)
     if A.shape != (T, T):
+        absent = ""
+        size = A.shape[0] if len(A.shape) == 2 and A.shape[0] == A.shape[1] else 0
+        if size > T and tasks.dtype.kind == "i":
+            # integer labels: the graph's nodes 0..size-1 that X lacks
+            missing = np.setdiff1d(np.arange(size), tasks)
+            if len(missing) == size - T:
+                absent = (
+                    f" The graph's task(s) {list_labels(missing)} have no sample in X."
+                )
         raise ValueError(
             f"graph has shape {A.shape}, but the data have {T} tasks (sorted labels "
-            f"{list_labels(tasks)}); the adjacency matrix must be ({T}, {T})."
+            f"{list_labels(tasks)}); the adjacency matrix must be ({T}, {T}), "
+            f"over the sorted labels of the tasks present in X.{absent} Drop "
+            "the rows and columns of tasks absent from X, or pass the graph as "
+            "a list of (s, t) edges by task label."
         )
     A = sparse.csr_matrix(A, dtype=float)
     A.eliminate_zeros()
