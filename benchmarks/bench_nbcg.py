@@ -12,7 +12,7 @@ the structure, the data and the models' randomness).
 
 Real part. ``load_bibtex`` (MULAN's BibTeX tag-suggestion set: 4880 training
 and 2515 test entries, 1836 binary word features, 159 tags), official split,
-the same methods over 3 seeds of the models' randomness (``--bibtex-seeds``).
+the same methods over 5 seeds of the models' randomness (``--bibtex-seeds``).
 No shift here: the test split is iid.
 
 Methods, all with per-label thresholds chosen alike: trained on 80% of the
@@ -33,11 +33,12 @@ label's threshold maximising F1 on the other 20%
 
 Metrics: tail-label macro-F1 (the least frequent third of the labels; for
 BibTeX by training frequency), micro-F1, fit seconds. The headline target:
-NBCG's shifted tail macro-F1 beats the best of one-vs-rest logistic, the
-chain and the three MLPs by 2 points, with micro-F1 within 1 point of the
-best, and each ablation is below NBCG; differences are paired over seeds
-with 95% t intervals. The learned ``label_graph_`` against the planted DAG:
-precision and recall of the directed edges, apart from the skeleton's.
+NBCG's shifted tail macro-F1 beats the best of all the peers (one-vs-rest
+logistic, L2 or L1, the chain and the three MLPs) by 2 points, with micro-F1
+within 1 point of the best peer's, and each ablation is below NBCG;
+differences are paired over seeds with 95% t intervals. The learned
+``label_graph_`` against the planted DAG: precision and recall of the
+directed edges, apart from the skeleton's (target: directed precision 0.6).
 
 Speed: the epoch time with bargaining against the plain sum, at 8 and at 50
 coalitions (50 labels), every encoder shared (``mask="none"``).
@@ -57,6 +58,7 @@ import warnings
 
 import numpy as np
 from _common import paired_interval, write_results
+from _label_orientation import bic_hill_climb, bic_score, compelled_edges
 from _multilabel_mlp import MLPLossClassifier
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, clone
 from sklearn.exceptions import ConvergenceWarning
@@ -68,6 +70,7 @@ from sklearn.multioutput import ClassifierChain
 from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.datasets import load_bibtex, make_longtail_multilabel
 from sklearn_ext.multilabel import NBCGClassifier, f1_thresholds
+from sklearn_ext.multilabel._label_graph import learn_label_graph
 from sklearn_ext.multilabel._thresholds import validation_split
 
 warnings.filterwarnings("ignore", category=ConvergenceWarning)
@@ -206,6 +209,65 @@ def synthetic_part(seeds, n_samples):
                 scores = _edge_scores(model.label_graph_, info.graph)
                 graphs.append({"seed": seed, **scores})
     return per, graphs
+
+
+ORIENTATION_SIZES = (5000, 40000)
+_ORIENTATION_SEEDS = (("", "0-4 (as the synthetic part)"), ("_other", "100-104"))
+
+
+def orientation_part(seed_sets, sizes):
+    """Directions of the label DAG: NOTEARS (NBCG's stage 1) against BIC search.
+
+    On the synthetic part's labels (its seeds) at its size and at 8 times it:
+    the directed and skeleton precision of NBCG's label graph (its defaults)
+    and of BIC hill climbing; for the latter, the edges its CPDAG orients (the
+    only directions the data carry) and how many of those are right, and
+    whether its BIC beats the planted DAG's (then the search is not what
+    fails). The planted DAG's own CPDAG gives the directions an oracle could
+    recover from infinite data. ``seed_sets`` maps a name to seeds: the
+    synthetic part's and a second set, since with few compelled edges the
+    remaining directions depend on the search's tie-breaking, not the data.
+    """
+    defaults = NBCGClassifier().get_params()
+    per = {}
+    for n_samples, (set_name, seeds) in [
+        (n, item) for n in sizes for item in seed_sets.items()
+    ]:
+        for seed in seeds:
+            _, Y, info = make_longtail_multilabel(
+                n_samples, return_structure=True, random_state=seed, **DATA
+            )
+            planted = info.graph > 0
+            notears = learn_label_graph(
+                Y,
+                l1=defaults["graph_l1"],
+                threshold=defaults["graph_threshold"],
+                max_iter=defaults["graph_max_iter"],
+                random_state=seed,
+            )
+            bic = bic_hill_climb(Y)
+            compelled = compelled_edges(bic)
+            for name, graph in (
+                ("NOTEARS (NBCG)", notears),
+                ("BIC hill climbing", bic),
+            ):
+                row = _edge_scores(graph, info.graph)
+                if name == "BIC hill climbing":
+                    row["compelled"] = int(compelled.sum())
+                    row["compelled_right"] = int((compelled & planted).sum())
+                    row["bic_above_planted"] = float(
+                        bic_score(Y, bic) - bic_score(Y, planted)
+                    )
+                    row["planted_compelled"] = int(compelled_edges(planted).sum())
+                per.setdefault((n_samples, set_name, name), []).append(row)
+                print(n_samples, seed, name, row, flush=True)
+    rows = []
+    for (n_samples, set_name, name), runs in per.items():
+        row = {"n_samples": n_samples, "seeds": set_name, "method": name}
+        for key in runs[0]:
+            row[key] = float(np.mean([r[key] for r in runs]))
+        rows.append(row)
+    return rows
 
 
 def bibtex_part(seeds):
@@ -419,10 +481,12 @@ def _paired(per, key, a, b):
 
 
 def _verdict(other, best_peer, mean, low):
+    """The target row is the best of every peer, the L1 model included."""
     if other == best_peer:
-        return "target met (>= +0.02)" if low > 0 and mean >= 0.02 else "NOT MET"
-    if other == L1:
-        return "NBCG better" if low > 0 else "NBCG not better (extra baseline)"
+        met = low > 0 and mean >= 0.02
+        return "target met (+0.02, best peer)" if met else "NOT MET (best peer)"
+    if other in (*PEERS, L1):
+        return "NBCG better" if low > 0 else "NBCG not better (not the best peer)"
     return "ablation worse" if low > 0 else "NOT worse (interval reaches 0)"
 
 
@@ -435,11 +499,14 @@ def _tables(per, keys, target_key, micro_key):
             row[key] = f"{values.mean():.3f} ± {values.std():.3f}"
         rows.append(row)
     mean = {n: np.mean([r[target_key] for r in runs]) for n, runs in per.items()}
-    best_peer = max(PEERS, key=mean.get)
+    # Row 0 is the best of the named peers, row 1 the L1 model; the target
+    # (and its verdict) is against the best of all of them.
+    best_named = max(PEERS, key=mean.get)
+    best_peer = max((*PEERS, L1), key=mean.get)
     micro = {n: np.mean([r[micro_key] for r in runs]) for n, runs in per.items()}
-    best_micro = max(PEERS, key=micro.get)
+    best_micro = max((*PEERS, L1), key=micro.get)
     paired = []
-    for other in (best_peer, L1, *ABLATIONS):
+    for other in (best_named, L1, *ABLATIONS):
         m, lo, hi = _paired(per, target_key, NBCG, other)
         paired.append(
             {
@@ -579,6 +646,43 @@ LEDGER = {
             )
         ],
     ),
+    "nbcg_orientation": Ledger(
+        "NBCGClassifier (label_graph_, stage 1 at its defaults on all the "
+        "training labels) against BIC hill climbing",
+        "as nbcg_longtail's training labels, at 5000 and 40000 samples",
+        5,
+        {
+            "ours": "learn_label_graph at NBCGClassifier's defaults",
+            "peers": "greedy hill climbing on the BIC of full tables (add, "
+            "remove, reverse; at most 4 parents), from the empty graph",
+        },
+        [
+            Claim(
+                f"{key}_{column}_{n_samples}{suffix}",
+                {"n_samples": n_samples, "method": method, "seeds": seeds},
+                column,
+                metric=f"{column}, mean over the seeds",
+            )
+            for key, method in (
+                ("notears", "NOTEARS (NBCG)"),
+                ("bic", "BIC hill climbing"),
+            )
+            for n_samples in ORIENTATION_SIZES
+            for suffix, seeds in _ORIENTATION_SEEDS
+            for column in ("directed_precision", "skeleton_precision")
+        ]
+        + [
+            Claim(
+                f"bic_{column}_{n_samples}{suffix}",
+                {"n_samples": n_samples, "method": "BIC hill climbing", "seeds": seeds},
+                column,
+                metric=f"{column}, mean over the seeds",
+            )
+            for n_samples in ORIENTATION_SIZES
+            for suffix, seeds in _ORIENTATION_SEEDS
+            for column in ("compelled", "compelled_right", "planted_compelled")
+        ],
+    ),
     "nbcg_shortcut": Ledger(
         "a diagnostic: logistic regression per label on the features it owns",
         "as nbcg_longtail (synthetic rows); load_bibtex, official split",
@@ -644,7 +748,7 @@ LEDGER = {
         "load_bibtex: 159 tags, 1836 binary word features, MULAN's split (4880 "
         "training, 2515 test entries); tail = the least frequent third of the "
         "tags in training",
-        3,
+        5,
         _BUDGET,
         _method_claims(["tail_test", "micro_test", "fit_seconds"])
         + [
@@ -659,7 +763,7 @@ LEDGER = {
     "nbcg_bibtex_paired": Ledger(
         "NBCGClassifier",
         "as nbcg_bibtex",
-        3,
+        5,
         _BUDGET,
         _paired_claims("tail_test", "micro_test"),
     ),
@@ -726,14 +830,22 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--part",
-        choices=("synthetic", "bibtex", "shortcut", "speed", "sklearn", "all"),
+        choices=(
+            "synthetic",
+            "bibtex",
+            "shortcut",
+            "speed",
+            "sklearn",
+            "orientation",
+            "all",
+        ),
         default="all",
     )
     parser.add_argument(
         "--bibtex-seeds",
         type=int,
-        default=3,
-        help="seeds of the BibTeX part (an NBCG fit there takes about 90 s)",
+        default=5,
+        help="seeds of the BibTeX part (an NBCG fit there takes about 25 s)",
     )
     args = parser.parse_args()
     seeds = [0] if args.quick else [0, 1, 2, 3, 4]
@@ -767,7 +879,10 @@ def main():
             ["seed", *[k for k in graphs[0] if k != "seed"]],
             title="NBCG: learned label graph against the planted DAG "
             "(edges in both directions)",
-            notes="reversed: learned edges whose reverse is planted.",
+            notes="reversed: learned edges whose reverse is planted. Target: "
+            "directed precision >= 0.6; mean over the seeds "
+            f"{np.mean([g['directed_precision'] for g in graphs]):.3f} "
+            f"(skeleton {np.mean([g['skeleton_precision'] for g in graphs]):.3f}).",
         )
     if args.part in ("shortcut", "all"):
         write_results(
@@ -787,6 +902,38 @@ def main():
             "mask='none')",
             notes="5 epochs of a warm-started fit (no label graph, no split), "
             "divided by 5; batch 256.",
+        )
+    if args.part in ("orientation", "all"):
+        sizes = (1000,) if args.quick else ORIENTATION_SIZES
+        write_results(
+            "nbcg_orientation",
+            orientation_part(
+                {
+                    "0-4 (as the synthetic part)": seeds,
+                    "100-104": [100, 101, 102, 103, 104],
+                },
+                sizes,
+            ),
+            [
+                "n_samples",
+                "seeds",
+                "method",
+                "directed_precision",
+                "skeleton_precision",
+                "directed_recall",
+                "compelled",
+                "compelled_right",
+                "planted_compelled",
+                "bic_above_planted",
+            ],
+            title="Can the label DAG's directions be recovered? NOTEARS against "
+            f"BIC search (means over {len(seeds)} seeds)",
+            notes="compelled: edges the learned DAG's CPDAG orients (v-structures "
+            "and Meek's rules); compelled_right: of those, planted in that "
+            "direction; planted_compelled: the planted DAG's own compelled edges; "
+            "bic_above_planted: BIC of the learned DAG minus the planted DAG's "
+            "(positive: the data prefer the learned one, so the search is not "
+            "what fails). Target of the label graph: directed precision >= 0.6.",
         )
     if args.part in ("bibtex", "all"):
         per, tail = bibtex_part(seeds[: args.bibtex_seeds])
