@@ -302,9 +302,11 @@ def solve_primal_dual(barrier, C, S, shape=None, tol=1e-8):
     """
     W = np.empty(C.shape)
     ok = np.empty(C.shape[0], dtype=bool)
-    chunk = _ROW_CHUNK if shape is not None else 8 * _ROW_CHUNK
-    for start in range(0, C.shape[0], chunk):
-        rows = slice(start, start + chunk)
+    # Chunks of _ROW_CHUNK rows keep each iterate's arrays in cache: at 22,500
+    # rows (450 calibration rows x 50 levels) one chunk of all rows took about
+    # 1.2 times as long as chunks of 4096 (chunks of 512 as long again).
+    for start in range(0, C.shape[0], _ROW_CHUNK):
+        rows = slice(start, start + _ROW_CHUNK)
         W[rows], ok[rows] = _pd_chunk(barrier, C[rows], S[rows], shape, tol)
     return W, ok
 
