@@ -10,9 +10,9 @@ family-wise correction):
   [0, 1] (Bates, Angelopoulos, Lei, Malik and Jordan, 2021).
 - :func:`betting_upper_bound`: the betting (Waudby-Smith-Ramdas) bound for losses
   in [0, 1], much tighter when the losses vary little.
-- :func:`simultaneous_binomial_band`: upper bounds on a survival function at
-  every radius at once (one band, not one bound per level), capped at
-  per-level Bonferroni bounds; :func:`band_allocation`: its share of delta.
+- :func:`band_allocation`: the share of the freed budget that
+  :func:`frontier_bounds`' miscoverage band (one band over every radius at
+  once, not one bound per level) takes.
 - :func:`fixed_sequence_levels`: the levels certified for a fixed target by
   Learn-then-Test with fixed-sequence testing (MAPIE's FWER control).
 - :func:`frontier_bounds`: both over a grid, valid simultaneously.
@@ -40,7 +40,6 @@ __all__ = [
     "min_calibration_size",
     "miscoverage_p_values",
     "regret_p_values",
-    "simultaneous_binomial_band",
 ]
 
 # Simulations of uniform order statistics that calibrate the band, and the
@@ -187,46 +186,6 @@ def _band_delta(n, budget, low, high):
     if rank < 1:
         return 0.0
     return float(_band_statistics(int(n), float(low), float(high))[rank - 1])
-
-
-def simultaneous_binomial_band(n_errors, n, delta, band_share=0.9):
-    """Upper bounds on a survival function at a grid of radii, all at once.
-
-    Let ``S`` be a score and ``alpha(r) = P(S > r)``, non-increasing in ``r``.
-    Given ``n`` i.i.d. scores and ``n_errors[k] = #{S_i > r_k}`` at ``K``
-    radii ``r_k`` chosen before the scores are seen, the bound of radius
-    ``r_k`` is
-
-    - the Clopper-Pearson bound of its count at the single level ``delta'``
-      of :func:`_band_delta` (a band for ``band_share * delta`` on the
-      miscoverages ``[low, high]`` of :func:`band_range`), raised to
-      ``low``, when that bound is below ``high = 1/2``;
-    - otherwise its Clopper-Pearson bound at level
-      ``(1 - band_share) * delta / K`` (Bonferroni over the grid, for the
-      levels with large miscoverage, where a band costs most).
-
-    **Theorem.** With probability at least ``1 - delta`` (up to the
-    simulation error of ``delta'``, itself controlled with probability
-    ``_BAND_CONFIDENCE``), ``alpha(r_k) <= bound_k`` for every ``k`` at
-    once. Proof sketch: write ``S_i > r`` iff ``U_i < alpha(r)`` with ``U_i``
-    uniform (the quantile transform, which also covers ties). On the band's
-    event, every ``t = alpha(r)`` in ``[low, high]`` is at most the band bound
-    of its count; a radius with ``alpha(r) > high`` has at least
-    ``#{U_i < high}`` misses and hence a band bound ``>= high``, so it is one
-    of the Bonferroni levels; ``alpha(r) < low`` is below the floor.
-
-    This fixed split is looser than Bonferroni at ``delta / K`` on the
-    levels above 1/2; :func:`frontier_bounds` (``correction="band"``) spends
-    the budget so that no level is. Returns ``(bound, delta')``.
-    """
-    n_errors = np.asarray(n_errors, dtype=float)
-    low, high = band_range(n)
-    delta_band = _band_delta(int(n), float(band_share * delta), low, high)
-    band = binomial_upper_bound(n_errors, n, delta_band)
-    rest = binomial_upper_bound(n_errors, n, (1 - band_share) * delta / n_errors.size)
-    # (the fixed split of issue 18, kept for reference and tests)
-    bound = np.where(band < high, np.maximum(band, low), rest)
-    return bound, delta_band
 
 
 def _ltt_floor(n, level):

@@ -214,17 +214,27 @@ class PolytopeBarrier:
             # t(alpha)^2 - ||v(alpha)||^2 = q + b1 alpha + b2 alpha^2, q > 0.
             b1 = 2 * (t * dt - np.einsum("rk,rk->r", Btv, d))
             b2 = dt * dt - np.einsum("rk,rkl,rl->r", d, BtB, d)
-            disc = b1 * b1 - 4 * b2 * q
-            root = np.sqrt(np.maximum(disc, 0.0))
-            quadratic = np.where(
-                b2 < 0,
-                (-b1 - root) / (2 * b2),
-                np.where((disc >= 0) & (b1 < 0), (-b1 - root) / (2 * b2), np.inf),
-            )
-            first = np.where(b1 < 0, -q / b1, np.inf)
-            cone = np.where(np.abs(b2) < 1e-300, first, quadratic)
-            cone = np.where(cone > 0, cone, np.inf)
+            cone = _first_root(q, b1, b2)
         return np.minimum(linear, cone)
+
+
+def _first_root(q, b1, b2):
+    """The smallest positive root of ``q + b1 a + b2 a^2`` (``q > 0``), else inf.
+
+    The step to the boundary of a second-order cone along a direction, for
+    both interior-point methods (call under ``np.errstate`` that ignores
+    division and overflow).
+    """
+    disc = b1 * b1 - 4 * b2 * q
+    root = np.sqrt(np.maximum(disc, 0.0))
+    quadratic = np.where(
+        b2 < 0,
+        (-b1 - root) / (2 * b2),
+        np.where((disc >= 0) & (b1 < 0), (-b1 - root) / (2 * b2), np.inf),
+    )
+    linear = np.where(b1 < 0, -q / b1, np.inf)
+    cone = np.where(np.abs(b2) <= 1e-300, linear, quadratic)
+    return np.where(cone > 0, cone, np.inf)
 
 
 # --- primal-dual interior point (the default) ------------------------------------
@@ -243,17 +253,7 @@ def _soc_step(u, du):
     b1 = 2 * (u[:, 0] * du[:, 0] - np.einsum("rp,rp->r", u[:, 1:], du[:, 1:]))
     b2 = du[:, 0] ** 2 - np.einsum("rp,rp->r", du[:, 1:], du[:, 1:])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        disc = b1 * b1 - 4 * b2 * q
-        root = np.sqrt(np.maximum(disc, 0.0))
-        # The smallest positive root of q + b1 a + b2 a^2 (q > 0), if any.
-        quadratic = np.where(
-            b2 < 0,
-            (-b1 - root) / (2 * b2),
-            np.where((disc >= 0) & (b1 < 0), (-b1 - root) / (2 * b2), np.inf),
-        )
-        linear = np.where(b1 < 0, -q / b1, np.inf)
-        cone = np.where(np.abs(b2) <= 1e-300, linear, quadratic)
-        cone = np.where(cone > 0, cone, np.inf)
+        cone = _first_root(q, b1, b2)
         # The root of the wrong branch (u_0 < 0) never comes first from the
         # interior, but keep u_0 positive as well.
         first = np.where(du[:, 0] < 0, -u[:, 0] / du[:, 0], np.inf)
