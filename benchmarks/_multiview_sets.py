@@ -17,7 +17,16 @@ breast-cancer      569      10, 10, 10 2        mean / error / worst
 wine               178      6, 5, 2    3        base chemistry / phenolics
                                                 / colour
 iris               150      2, 2       3        sepal / petal
+digits-rows        1797     32, 32     10       top / bottom pixel rows
+digits-checker     1797     32, 32     10       checkerboard squares
+breast-cancer-     569      9, 12, 9   2        size / texture / shape
+kinds                                           (each mean, error, worst)
+wine-halves        178      7, 6       3        first 7 / last 6 columns
+iris-features      150      1, 1, 1, 1 3        one view per measurement
 =================  =======  =========  =======  ==========================
+
+The last five were added for issue 56 (sets the benchmark had not used;
+``EARLIER_SETS`` names the first five).
 
 Sets:
 
@@ -69,7 +78,13 @@ from sklearn.preprocessing import StandardScaler
 from sklearn_ext.datasets import mask_views
 from sklearn_ext.utils import clustering_accuracy
 
-__all__ = ["BASELINES", "baseline_scores", "masked", "multiview_sets"]
+__all__ = [
+    "BASELINES",
+    "EARLIER_SETS",
+    "baseline_scores",
+    "masked",
+    "multiview_sets",
+]
 
 #: Baseline names, in the order of the table: KMeans on the raw mean-imputed
 #: views, KMeans on the standardised mean-imputed views, spectral clustering on
@@ -193,6 +208,94 @@ def _iris():
     )
 
 
+def _digits_rows():
+    digits = load_digits()
+    images = digits.images.astype(np.float64)
+    n = images.shape[0]
+    return (
+        np.hstack([images[:, :4, :].reshape(n, 32), images[:, 4:, :].reshape(n, 32)]),
+        digits.target.astype(np.int64),
+        [32, 32],
+        "load_digits 8x8 images: view 0 = top 4 pixel rows (32), view 1 = bottom "
+        "4 pixel rows (32); 10 classes.",
+    )
+
+
+def _digits_checker():
+    digits = load_digits()
+    images = digits.images.astype(np.float64).reshape(-1, 64)
+    r, c = np.divmod(np.arange(64), 8)
+    even = (r + c) % 2 == 0
+    return (
+        np.hstack([images[:, even], images[:, ~even]]),
+        digits.target.astype(np.int64),
+        [32, 32],
+        "load_digits 8x8 images: view 0 = the 32 pixels of the white squares of a "
+        "checkerboard ((row + column) even), view 1 = the 32 of the black squares; "
+        "10 classes.",
+    )
+
+
+#: Breast cancer's 10 nucleus measurements grouped by kind (each as mean, error
+#: and worst value).
+BREAST_KINDS = {
+    "size": ["radius", "perimeter", "area"],
+    "texture": ["texture", "smoothness", "symmetry", "fractal dimension"],
+    "shape": ["compactness", "concavity", "concave points"],
+}
+
+
+def _breast_cancer_kinds():
+    data = load_breast_cancer()
+    names = list(data.feature_names)
+    order, widths = [], []
+    for kinds in BREAST_KINDS.values():
+        cols = [
+            names.index(name)
+            for kind in kinds
+            for name in (f"mean {kind}", f"{kind} error", f"worst {kind}")
+        ]
+        order += cols
+        widths.append(len(cols))
+    assert sorted(order) == list(range(30))
+    return (
+        data.data[:, order].astype(np.float64),
+        data.target.astype(np.int64),
+        widths,
+        "load_breast_cancer cut by the kind of measurement, each as mean, error "
+        "and worst value: view 0 = size (radius, perimeter, area: 9), view 1 = "
+        "texture (texture, smoothness, symmetry, fractal dimension: 12), view 2 = "
+        "shape (compactness, concavity, concave points: 9); 2 classes.",
+    )
+
+
+def _wine_halves():
+    data = load_wine()
+    return (
+        data.data.astype(np.float64),
+        data.target.astype(np.int64),
+        [7, 6],
+        "load_wine in its own column order: view 0 = the first 7 measurements "
+        "(alcohol .. flavanoids), view 1 = the last 6 (nonflavanoid phenols .. "
+        "proline); 3 classes.",
+    )
+
+
+def _iris_features():
+    data = load_iris()
+    return (
+        data.data.astype(np.float64),
+        data.target.astype(np.int64),
+        [1, 1, 1, 1],
+        "load_iris, one view per measurement (sepal length, sepal width, petal "
+        "length, petal width); 3 classes.",
+    )
+
+
+#: The sets that the benchmark had used before issue 56 (the others are new).
+EARLIER_SETS = ("digits-halves", "digits-features", "breast-cancer", "wine", "iris")
+
+
 def multiview_sets():
     """The multi-view sets built from scikit-learn's bundled data.
 
@@ -211,6 +314,11 @@ def multiview_sets():
         "breast-cancer": _breast_cancer(),
         "wine": _wine(),
         "iris": _iris(),
+        "digits-rows": _digits_rows(),
+        "digits-checker": _digits_checker(),
+        "breast-cancer-kinds": _breast_cancer_kinds(),
+        "wine-halves": _wine_halves(),
+        "iris-features": _iris_features(),
     }
 
 

@@ -23,28 +23,46 @@ medium, fine descriptions):
 Methods: k-means on the standardised image; spectral clustering (15-NN
 graph) on the standardised image; TAC-style concatenation (the image and the
 mean of the text views, each view standardised and scaled to unit mean
-squared norm) + k-means; all views concatenated + k-means; k-means on the
+squared norm) + k-means, which is TAC's training-free variant; TAC itself
+(its cross-modal mutual distillation, our implementation in
+``_magic_baselines.py``, tuned on development seeds 100-102 by ``--parts
+tune``); all views concatenated + k-means and + spectral clustering (15-NN
+graph), the strongest plain baselines; k-means on the
 finest text alone (the descriptions' own clustering, for reference);
 ``MAGICClustering`` at its defaults; MAGIC given a single granularity (the
 image and that one text view); and the ablations: no adapters
 (``adapters=False``), image teacher instead of the consensus
 (``teacher="image"``), plain contrastive loss (``robust_q=0``), equal fusion
 of image and text (``robust_fusion=False``), uniform granularity weights,
-no redundancy penalty. ACC (Hungarian), NMI and ARI, mean and sd over 5 seeds
-(the seed draws the data, the descriptions and the model's randomness), and
-the paired 95% interval of MAGIC's ACC minus each method's.
+no redundancy penalty, the superseded weighting (softmax of the agreements
+at the fixed temperature 0.03, the alignment weighted too). ACC
+(Hungarian), NMI and ARI, mean and sd over 5 seeds (the seed draws the
+data, the descriptions and the model's randomness), and the paired 95%
+interval of MAGIC's ACC minus each method's.
 
 Part 4, noise: on ``digits``, description noise 0, 0.2, 0.4, 0.6 (3 seeds):
 MAGIC, MAGIC with the plain loss and equal fusion, TAC-style
 concatenation, k-means on the fine text, k-means on the image.
 
-Part 5, scale: ``make_multigranular(3000)`` (3 seeds): MAGIC at its defaults
-(the schedule counts epochs, so 3,000 samples take about 3.3 times the
-optimiser steps of 900), MAGIC with ``batch_size=860`` (as many steps per
-epoch as the defaults at 900 samples) and TAC-style concatenation + k-means.
+Part 5, independent describers (``indep``): ``make_multigranular(900,
+description_noise=(0.05, 0.15, 0.3))``: each granularity described by its
+own describer with its own, independent errors (the coarse one wrong for 5%
+of the images, the medium for 15%, the fine for 30%), so that a coarse
+description is often right where the fine one is wrong. MAGIC at its
+defaults against MAGIC given each single granularity, the per-seed best of
+the three, and the weighting ablations (uniform weights; the superseded
+fixed-temperature softmax), TAC and the plain baselines (5 seeds).
+
+Part 6, sizes: ``make_multigranular(n)`` for n = 500, 3,000 and 10,000
+(5 seeds): MAGIC at its defaults (a schedule of optimisation steps, the same
+at every size) against TAC-style concatenation and all views concatenated
++ k-means; fit seconds (a timing column: valid only on an idle machine).
+
+Part ``tune`` (not a benchmark table of the guide): TAC's 8-configuration
+search on development seeds 100-102 of ``gen`` and ``indep``.
 
 Run ``python benchmarks/bench_magic.py`` (``--parts gen digits mfeat noise
-scale``, ``--seeds``, ``--quick``).
+indep sizes``, ``--seeds``, ``--quick``).
 """
 
 import argparse
@@ -53,9 +71,19 @@ import warnings
 
 import numpy as np
 from _common import paired_interval, write_results
+from _magic_baselines import (
+    TAC_CHOSEN,
+    TAC_DEFAULTS,
+    TAC_GRID,
+    concat_kmeans,
+    concat_spectral,
+    tac,
+)
+from _magic_baselines import (
+    blocks as _blocks,
+)
 from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
-from sklearn.preprocessing import StandardScaler
 
 from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.cluster import MAGICClustering
@@ -75,17 +103,12 @@ ABLATIONS = {
     "MAGIC, equal fusion (robust_fusion=False)": {"robust_fusion": False},
     "MAGIC, uniform granularity weights": {"granularity_weighting": "uniform"},
     "MAGIC, no redundancy penalty": {"redundancy_penalty": 0.0},
+    "MAGIC, fixed temperature 0.03 (superseded rule)": {
+        "granularity_weighting": "softmax"
+    },
 }
+INDEP_NOISE = (0.05, 0.15, 0.3)
 GRANULARITIES = ("coarse", "medium", "fine")
-
-
-def _blocks(X, views):
-    edges = np.cumsum([0, *views])
-    out = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        Z = StandardScaler().fit_transform(X[:, a:b])
-        out.append(Z / np.sqrt(b - a))
-    return out
 
 
 def _embed(descriptions):
@@ -96,6 +119,8 @@ def load(name, seed, noise=0.2):
     """X, y, views of one data set and seed."""
     if name == "gen":
         return make_multigranular(random_state=seed)
+    if name == "indep":
+        return make_multigranular(description_noise=INDEP_NOISE, random_state=seed)
     if name == "digits":
         d = load_described_digits(description_noise=noise, random_state=seed)
         X = np.hstack([d.images, _embed(d.descriptions)])
@@ -121,10 +146,10 @@ def scores(y, labels):
     )
 
 
-def baselines(X, y, views, k, seed):
+def baselines(X, y, views, k, seed, peers=True):
     blocks = _blocks(X, views)
     image = blocks[0] * np.sqrt(views[0])
-    tac = np.hstack([blocks[0], np.mean(blocks[1:], axis=0)])
+    tac_free = np.hstack([blocks[0], np.mean(blocks[1:], axis=0)])
 
     def km(Z):
         return KMeans(k, n_init=10, random_state=seed).fit_predict(Z)
@@ -132,12 +157,19 @@ def baselines(X, y, views, k, seed):
     spectral = SpectralClustering(
         k, affinity="nearest_neighbors", n_neighbors=15, random_state=seed
     )
-    return {
+    out = {
         "k-means, image": km(image),
-        "spectral (15-NN), image": spectral.fit_predict(image),
-        "TAC-style concat (image + mean text) + k-means": km(tac),
-        "all views concatenated + k-means": km(np.hstack(blocks)),
+        "TAC-style concat (image + mean text) + k-means": km(tac_free),
         "k-means, fine text alone (reference)": km(blocks[-1]),
+    }
+    if not peers:  # the noise part's three
+        return out
+    return {
+        **out,
+        "spectral (15-NN), image": spectral.fit_predict(image),
+        "all views concatenated + k-means": km(np.hstack(blocks)),
+        "spectral (15-NN), all views concatenated": concat_spectral(X, views, k, seed),
+        "TAC (cross-modal mutual distillation)": tac(X, views, k, seed, **TAC_CHOSEN),
     }
 
 
@@ -171,7 +203,17 @@ def run_dataset(name, seeds, quick):
         runs = {"MAGIC (ours, defaults)": labels, **base}
         for g, gname in enumerate(GRANULARITIES):
             runs[f"MAGIC, {gname} granularity only"] = single(X, views, g, k, seed)
+        if name == "indep":
+            accs = [
+                clustering_accuracy(y, runs[f"MAGIC, {g} granularity only"])
+                for g in GRANULARITIES
+            ]
+            best = GRANULARITIES[int(np.argmax(accs))]
+            runs[_BEST_SINGLE] = runs[f"MAGIC, {best} granularity only"]
         for label, params in ABLATIONS.items():
+            weighting = "granularity" in label or "temperature" in label
+            if name == "indep" and not weighting:
+                continue
             if quick and label not in list(ABLATIONS)[:2]:
                 continue
             runs[label] = magic(X, views, k, seed, **params)[0]
@@ -192,9 +234,11 @@ def run_dataset(name, seeds, quick):
     w = np.mean(weights, axis=0)
     notes = (
         f"{len(seeds)} seeds. Learned granularity weights (coarse, medium, "
-        f"fine), mean over seeds: {np.round(w, 2).tolist()}. MAGIC fits in "
-        f"{np.median(seconds['MAGIC']):.1f} s (median; CPU, 2 cores); the five "
-        f"baselines together take {np.median(seconds['k-means']):.1f} s."
+        f"fine), mean over seeds: {np.round(w, 2).tolist()}; smallest weight "
+        f"over seeds and granularities: {np.min(weights):.2f}. MAGIC fits in "
+        f"{np.median(seconds['MAGIC']):.1f} s (median; CPU, 1 thread); the "
+        f"baselines (TAC included) together take "
+        f"{np.median(seconds['k-means']):.1f} s."
     )
     write_results(
         f"magic_{name}",
@@ -225,7 +269,7 @@ def run_noise(seeds, quick):
             for method, params in methods.items():
                 lab = magic(X, views, k, seed, **params)[0]
                 table.setdefault((method, noise), []).append(scores(y, lab)[0])
-            base = baselines(X, y, views, k, seed)
+            base = baselines(X, y, views, k, seed, peers=False)
             for method in (
                 "TAC-style concat (image + mean text) + k-means",
                 "k-means, fine text alone (reference)",
@@ -255,47 +299,101 @@ def run_noise(seeds, quick):
     )
 
 
-def run_scale(seeds):
-    variants = {
-        "MAGIC (ours, defaults)": {},
-        "MAGIC, batch_size=860": {"batch_size": 860},
-    }
-    results = {}
-    for seed in seeds:
-        X, y, views = make_multigranular(3000, random_state=seed)
-        for method, params in variants.items():
-            labels, _, model = magic(X, views, 9, seed, **params)
-            results.setdefault(method, []).append(
-                (clustering_accuracy(y, labels), model.granularity_weights_[-1])
+def run_sizes(seeds, quick):
+    sizes = (500, 3000) if quick else (500, 3000, 10000)
+    methods = (
+        _OURS,
+        "TAC-style concat (image + mean text) + k-means",
+        "all views concatenated + k-means",
+    )
+    acc, seconds, finest = {}, {}, {}
+    for n in sizes:
+        for seed in seeds:
+            X, y, views = make_multigranular(n, random_state=seed)
+            labels, sec, model = magic(X, views, 9, seed)
+            acc.setdefault((_OURS, n), []).append(clustering_accuracy(y, labels))
+            seconds.setdefault(n, []).append(sec)
+            finest.setdefault(n, []).append(model.granularity_weights_[-1])
+            blocks = _blocks(X, views)
+            tac_free = np.hstack([blocks[0], np.mean(blocks[1:], axis=0)])
+            km = KMeans(9, n_init=10, random_state=seed)
+            acc.setdefault((methods[1], n), []).append(
+                clustering_accuracy(y, km.fit_predict(tac_free))
             )
-        tac = baselines(X, y, views, 9, seed)[
-            "TAC-style concat (image + mean text) + k-means"
-        ]
-        results.setdefault("TAC-style concat (image + mean text) + k-means", [])
-        results["TAC-style concat (image + mean text) + k-means"].append(
-            (clustering_accuracy(y, tac), np.nan)
-        )
-        print("scale", seed, {m: round(v[-1][0], 3) for m, v in results.items()})
+            acc.setdefault((methods[2], n), []).append(
+                clustering_accuracy(y, concat_kmeans(X, views, 9, seed))
+            )
+            print("sizes", n, seed, {m: round(acc[(m, n)][-1], 3) for m in methods})
     rows = []
-    for method, values in results.items():
-        values = np.array(values)
-        row = {"method": method, "ACC": f"{values[:, 0].mean():.3f} ± "
-               f"{values[:, 0].std():.3f}"}  # fmt: skip
-        if not np.isnan(values[:, 1]).all():
-            row["weight of the finest granularity"] = f"{values[:, 1].mean():.2f}"
+    for method in methods:
+        row = {"method": method}
+        for n in sizes:
+            v = np.array(acc[(method, n)])
+            row[f"ACC, n={n}"] = f"{v.mean():.3f} ± {v.std():.3f}"
+            if method != _OURS:
+                mean, lo, hi = paired_interval(acc[(_OURS, n)], v)
+                row[f"ours − it, n={n} [95%]"] = f"{mean:+.3f} [{lo:+.3f}, {hi:+.3f}]"
         rows.append(row)
+    rows.append(
+        {
+            "method": "MAGIC fit seconds (median; timing, rerun idle)",
+            **{f"ACC, n={n}": f"{np.median(seconds[n]):.1f}" for n in sizes},
+        }
+    )
+    rows.append(
+        {
+            "method": "MAGIC weight of the finest granularity (mean)",
+            **{f"ACC, n={n}": f"{np.mean(finest[n]):.2f}" for n in sizes},
+        }
+    )
+    columns = ["method"]
+    for n in sizes:
+        columns += [f"ACC, n={n}", f"ours − it, n={n} [95%]"]
     write_results(
-        "magic_scale",
+        "magic_sizes",
         rows,
-        ["method", "ACC", "weight of the finest granularity"],
-        title="MAGIC on 3,000 generated samples (ACC, mean ± sd over seeds)",
-        notes=f"{len(seeds)} seeds; make_multigranular(3000), 9 classes.",
+        columns,
+        title="MAGIC at its defaults on 500, 3,000 and 10,000 generated samples "
+        "(ACC, mean ± sd over seeds)",
+        notes=f"{len(seeds)} seeds; make_multigranular(n), 9 classes; the "
+        "defaults are a schedule of optimisation steps (60 warm-up, 160 "
+        "clustering, batches of 256), the same at every size. Fit seconds "
+        "on one thread.",
+    )
+
+
+def run_tune():
+    """TAC's search on development seeds (never the benchmark's 0-4)."""
+    rows = []
+    for change in TAC_GRID:
+        row = {"configuration": str(change) if change else "defaults"}
+        means = []
+        for name in ("gen", "indep"):
+            v = []
+            for seed in (100, 101, 102):
+                X, y, views = load(name, seed)
+                v.append(clustering_accuracy(y, tac(X, views, 9, seed, **change)))
+            row[name] = f"{np.mean(v):.3f}"
+            means.append(np.mean(v))
+        row["mean"] = f"{np.mean(means):.3f}"
+        rows.append(row)
+        print("tune", row)
+    write_results(
+        "magic_tac_tuning",
+        rows,
+        ["configuration", "gen", "indep", "mean"],
+        title="TAC's search on development seeds 100-102 (ACC, mean over seeds)",
+        notes=f"Search base (changed one at a time): {TAC_DEFAULTS}. The "
+        f"benchmark runs TAC with the best row: {TAC_CHOSEN}.",
     )
 
 
 _OURS = "MAGIC (ours, defaults)"
+_BEST_SINGLE = "MAGIC, best single granularity (per seed)"
 _PEERS = {
     "kmeans_image": "k-means, image",
+    "tac_full": "TAC (cross-modal mutual distillation)",
+    "concat_spectral": "spectral (15-NN), all views concatenated",
     "spectral": "spectral (15-NN), image",
     "tac": "TAC-style concat (image + mean text) + k-means",
     "concat": "all views concatenated + k-means",
@@ -309,17 +407,27 @@ _PEERS = {
     "equal_fusion": "MAGIC, equal fusion (robust_fusion=False)",
     "uniform_weights": "MAGIC, uniform granularity weights",
     "no_penalty": "MAGIC, no redundancy penalty",
+    "fixed_temperature": "MAGIC, fixed temperature 0.03 (superseded rule)",
 }
+_INDEP_PEERS = {
+    key: label
+    for key, label in _PEERS.items()
+    if key
+    not in ("no_adapters", "image_teacher", "plain_loss", "equal_fusion", "no_penalty")
+}
+_INDEP_PEERS["best_single"] = _BEST_SINGLE
 _DIFF = "ours − it, ACC [95%]"
 _BUDGET = {
     "ours": "MAGICClustering at its defaults, no tuning; the true number of clusters",
     "peers": "k-means (n_init=10) and spectral clustering (15-NN graph) at "
-    "the true number of clusters, untuned; the ablations are the defaults "
-    "with one part changed",
+    "the true number of clusters, untuned; TAC tuned by an 8-configuration "
+    "search on development seeds 100-102 (--parts tune); the ablations are "
+    "the defaults with one part changed",
 }
 
 
-def _dataset_ledger(data):
+def _dataset_ledger(data, peers=None):
+    peers = _PEERS if peers is None else peers
     claims = [
         Claim("acc", _OURS, "ACC"),
         Claim("nmi", _OURS, "NMI"),
@@ -337,8 +445,20 @@ def _dataset_ledger(data):
             "learned weight of the finest granularity",
             notes=r"mean over seeds: \[[^\]]*, ([\d.]+)\]",
         ),
+        Claim(
+            "weights",
+            None,
+            "learned granularity weights",
+            notes=r"mean over seeds: (\[[^\]]*\])",
+        ),
+        Claim(
+            "min_weight",
+            None,
+            "smallest learned weight",
+            notes=r"over seeds and granularities: ([\d.]+)",
+        ),
     ]
-    for key, label in _PEERS.items():
+    for key, label in peers.items():
         claims += [
             Claim(f"{key}_acc", label, "ACC"),
             Claim(f"{key}_nmi", label, "NMI"),
@@ -381,21 +501,46 @@ LEDGER = {
             for n in ("0", "0.2", "0.4", "0.6")
         ],
     ),
-    "magic_scale": Ledger(
-        "MAGICClustering",
-        "make_multigranular(3000), 9 classes",
+    "magic_indep": _dataset_ledger(
+        "make_multigranular(900, description_noise=(0.05, 0.15, 0.3)): "
+        "independent describers per granularity",
+        _INDEP_PEERS,
+    ),
+    "magic_tac_tuning": Ledger(
+        "TAC (our implementation, benchmarks/_magic_baselines.py)",
+        "development seeds 100-102 of make_multigranular defaults and of the "
+        "independent-describer set",
         3,
         _BUDGET,
+        [Claim("chosen", "{'entropy_weight': 2.0}", "mean", metric="ACC")],
+    ),
+    "magic_sizes": Ledger(
+        "MAGICClustering",
+        "make_multigranular(n), n = 500, 3,000, 10,000; 9 classes",
+        5,
+        _BUDGET,
         [
-            Claim("acc", _OURS, "ACC"),
-            Claim("acc_860", "MAGIC, batch_size=860", "ACC"),
-            Claim("tac_acc", "TAC-style concat (image + mean text) + k-means", "ACC"),
-            Claim("finest_weight", _OURS, "weight of the finest granularity"),
+            Claim(f"{key}_{n}", label, f"ACC, n={n}")
+            for key, label in {
+                "acc": _OURS,
+                "tac": "TAC-style concat (image + mean text) + k-means",
+                "concat": "all views concatenated + k-means",
+            }.items()
+            for n in (500, 3000, 10000)
+        ]
+        + [
             Claim(
-                "finest_weight_860",
-                "MAGIC, batch_size=860",
-                "weight of the finest granularity",
-            ),
+                f"vs_{key}_{n}",
+                label,
+                f"ours − it, n={n} [95%]",
+                metric="ACC, ours - it",
+                peer_column=f"ACC, n={n}",
+            )
+            for key, label in {
+                "tac": "TAC-style concat (image + mean text) + k-means",
+                "concat": "all views concatenated + k-means",
+            }.items()
+            for n in (500, 3000, 10000)
         ],
     ),
 }
@@ -404,7 +549,9 @@ LEDGER = {
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--parts", nargs="+", default=["gen", "digits", "mfeat", "noise", "scale"]
+        "--parts",
+        nargs="+",
+        default=["gen", "digits", "mfeat", "noise", "indep", "sizes"],
     )
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--quick", action="store_true")
@@ -413,8 +560,10 @@ def main():
     for part in args.parts:
         if part == "noise":
             run_noise(seeds[:3], args.quick)
-        elif part == "scale":
-            run_scale(seeds[:3])
+        elif part == "sizes":
+            run_sizes(seeds, args.quick)
+        elif part == "tune":
+            run_tune()
         else:
             run_dataset(part, seeds, args.quick)
 

@@ -47,8 +47,13 @@ H, W, n_bands = scene.spectral.shape
 truth = scene.land_cover
 
 start = time.perf_counter()
-sp = SuperpixelFeaturizer(n_segments=800)
-F = sp.fit_transform([scene.spectral, scene.elevation])
+# The scene as a table of pixels (one row per pixel, the views' bands side by
+# side); the featurizer segments it and describes every superpixel.
+pixels, shape, views = SuperpixelFeaturizer.stack_views(
+    [scene.spectral, scene.elevation]
+)
+sp = SuperpixelFeaturizer(n_segments=800, image_shape=shape, views=views).fit(pixels)
+F = sp.superpixel_features_
 sp_seconds = time.perf_counter() - start
 print(
     f"{H * W} pixels -> {sp.n_superpixels_} superpixels in {sp_seconds:.2f} s; "
@@ -98,8 +103,8 @@ with warnings.catch_warnings():
         epsilon=None,
         random_state=0,
     ).fit(X)
-ours = sp.inverse_transform(model.labels_)
-private_map = sp.inverse_transform(private.labels_)
+ours = sp.paint(model.labels_)
+private_map = sp.paint(private.labels_)
 acc = clustering_accuracy(truth.ravel(), ours.ravel())
 print(
     f"federated, both sensors, no privacy: ACC {acc:.3f}; "
@@ -121,7 +126,7 @@ with warnings.catch_warnings():
     spectral_only = FederatedMultiViewClustering(
         n_clusters=6, client_column=-1, epsilon=None, random_state=0
     ).fit(np.column_stack([F[:, :a], client]))
-spectral_map = sp.inverse_transform(spectral_only.labels_)
+spectral_map = sp.paint(spectral_only.labels_)
 
 pixels = np.hstack(
     [scene.spectral.reshape(H * W, -1), scene.elevation.reshape(H * W, 1)]

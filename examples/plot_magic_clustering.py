@@ -112,10 +112,12 @@ plt.show()
 # k-means on the descriptions copies every wrong one. MAGIC's adapted image
 # code generalises across images instead of memorising their descriptions,
 # and its consensus weighs each description by how well it agrees with the
-# image, so it recovers the true digit for over a third of the wrongly
-# described images, but it still follows the description for about half of
-# them: many wrong descriptions are the recogniser's systematic confusions
+# image, so it recovers the true digit for about a third of the wrongly
+# described images, but it still follows the description for more than half
+# of them: many wrong descriptions are the recogniser's systematic confusions
 # (most 1s are read as 8s), which the pixels do not contradict strongly
 # enough. The benchmark (``benchmarks/bench_magic.py``) repeats this over
 # seeds, on generated data and on the UCI handwritten numerals, with the
-# ablations.
+# ablations and TAC itself as the peer. Here all three descriptions are
+# written from one recogniser's guess, so the granularities cannot correct
+# each other; the benchmark's independent-describer set tests that.

@@ -105,3 +105,35 @@ def test_baseline_scores_is_reproducible():
     for name in BASELINES:
         assert a[name]["acc"] == b[name]["acc"]
         assert a[name]["ari"] == b[name]["ari"]
+
+
+def test_new_sets_are_other_cuts_of_the_bundled_data():
+    from _multiview_sets import EARLIER_SETS  # noqa: E402
+    from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
+
+    new = set(SETS) - set(EARLIER_SETS)
+    assert len(new) >= 5
+    images = load_digits().images
+    X, _, views, _ = SETS["digits-rows"]
+    np.testing.assert_array_equal(X[:, :32], images[:, :4, :].reshape(-1, 32))
+    np.testing.assert_array_equal(X[:, 32:], images[:, 4:, :].reshape(-1, 32))
+    X, _, views, _ = SETS["digits-checker"]
+    flat = images.reshape(-1, 64)
+    # Every pixel once; the first view holds pixel (0, 0), the second (0, 1).
+    np.testing.assert_array_equal(np.sort(X, axis=1), np.sort(flat, axis=1))
+    np.testing.assert_array_equal(X[:, 0], flat[:, 0])
+    np.testing.assert_array_equal(X[:, 32], flat[:, 1])
+    data = load_breast_cancer()
+    X, y, views, _ = SETS["breast-cancer-kinds"]
+    assert views == [9, 12, 9]
+    names = list(data.feature_names)
+    np.testing.assert_array_equal(X[:, 0], data.data[:, names.index("mean radius")])
+    np.testing.assert_array_equal(
+        np.sort(X, axis=1), np.sort(data.data, axis=1)
+    )  # the same 30 measurements, regrouped
+    X, _, views, _ = SETS["wine-halves"]
+    np.testing.assert_array_equal(X, load_wine().data)
+    assert views == [7, 6]
+    X, _, views, _ = SETS["iris-features"]
+    np.testing.assert_array_equal(X, load_iris().data)
+    assert views == [1, 1, 1, 1]

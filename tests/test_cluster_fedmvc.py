@@ -1,4 +1,4 @@
-"""FederatedMultiViewClustering, SuperpixelFeaturizer and the generated scene."""
+"""FederatedMultiViewClustering and the generated scene."""
 
 import math
 
@@ -8,7 +8,7 @@ import torch
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
-from sklearn_ext.cluster import FederatedMultiViewClustering, SuperpixelFeaturizer
+from sklearn_ext.cluster import FederatedMultiViewClustering
 from sklearn_ext.cluster import _fedmvc_protocol as protocol
 from sklearn_ext.cluster._fedmvc_nn import gaussian_w2_squared
 from sklearn_ext.datasets import make_multiview_blobs, make_remote_sensing_scene
@@ -321,10 +321,14 @@ def test_no_client_feature_array_leaves_a_client(monkeypatch):
     for message in crossed:
         assert set(message) in allowed
         spread = "outer" in message or "cov" in message
-        clusters = "means" in message or message.keys() == {"counts", "sums", "sumsq"}
+        clusters = "means" in message or {"counts", "sums", "sumsq"} <= message.keys()
         for name, array in message.items():
             if name in ("outer", "cov"):
                 expected = (d, d)
+            elif name in ("xsums", "xmeans"):
+                # Without privacy: the clusters' prototypes in the shared
+                # input space (the standardised views), k of them.
+                expected = (k, width)
             elif spread or clusters:
                 # k clusters, or one (the pooled spread of the embeddings).
                 m = 1 if array.shape[0] == 1 else k
@@ -482,70 +486,103 @@ def test_scene_views_are_complementary():
     assert abs(elev["grass"] - elev["road"]) < 0.1
 
 
-def test_superpixels_are_pure_and_paint_back(scene):
-    sp = SuperpixelFeaturizer(n_segments=150)
-    F = sp.fit_transform([scene.spectral, scene.elevation])
-    assert F.shape == (sp.n_superpixels_, sum(sp.view_sizes_))
-    assert sp.view_sizes_ == [8, 1]
-    y = scene.land_cover.ravel()
-    seg = sp.segments_.ravel()
-    purity = sum(np.bincount(y[seg == s]).max() for s in range(sp.n_superpixels_))
-    assert purity / y.size > 0.95
-    # Each superpixel's mean band equals the mean of its pixels.
-    s0 = sp.segments_ == 0
-    np.testing.assert_allclose(F[0, :8], scene.spectral[s0].mean(0))
-    labels = np.arange(sp.n_superpixels_)
-    np.testing.assert_array_equal(sp.inverse_transform(labels), sp.segments_)
-    assert sp.n_superpixels_ < y.size / 20
-    full = SuperpixelFeaturizer(
-        n_segments=150, features=("mean", "std", "texture")
-    ).fit([scene.spectral, scene.elevation])
-    assert full.view_sizes_ == [24, 3]
+# --- issue 56: label skew, predict against labels_, a client's view widths ----------
 
 
-def test_superpixel_clustering_needs_both_views(scene):
-    sp = SuperpixelFeaturizer(n_segments=150)
-    F = sp.fit_transform([scene.spectral, scene.elevation])
-    F = (F - F.mean(0)) / F.std(0)
-    F[:, :8] /= np.sqrt(8)
-    y = scene.land_cover.ravel()
+def _hungarian_federated_kmeans(X, views, client, k, rounds, seed=0):
+    """Per-client k-means++ (10 starts), Hungarian-matched to the largest
+    client, count-weighted average, then federated Lloyd rounds (the peer)."""
+    from scipy.optimize import linear_sum_assignment
 
-    def acc(columns):
-        km = KMeans(6, n_init=10, random_state=0)
-        labels = km.fit_predict(F[:, columns], sample_weight=sp.pixel_counts_)
-        return clustering_accuracy(y, sp.inverse_transform(labels).ravel())
+    Z = (X - X.mean(0)) / X.std(0)
+    start = 0
+    for size in views:
+        Z[:, start : start + size] /= np.sqrt(size)
+        start += size
+    ids = np.unique(client)
+    fits = [KMeans(k, n_init=10, random_state=seed).fit(Z[client == i]) for i in ids]
+    ref = fits[int(np.argmax([np.sum(client == i) for i in ids]))].cluster_centers_
+    sums, counts = np.zeros_like(ref), np.zeros(k)
+    for f in fits:
+        rows, cols = linear_sum_assignment(
+            ((f.cluster_centers_[:, None] - ref[None]) ** 2).sum(2)
+        )
+        w = np.bincount(f.labels_, minlength=k)
+        sums[cols] += w[rows, None] * f.cluster_centers_[rows]
+        counts[cols] += w[rows]
+    centres = sums / np.maximum(counts, 1)[:, None]
+    for _ in range(rounds + 1):
+        labels = ((Z[:, None] - centres[None]) ** 2).sum(2).argmin(1)
+        for c in range(k):
+            if np.any(labels == c):
+                centres[c] = Z[labels == c].mean(0)
+    return labels
 
-    both, spectral, elevation = acc(slice(None)), acc(slice(0, 8)), acc(slice(8, 9))
-    assert both > max(spectral, elevation) + 0.1
+
+def _label_shards(y, n_clients, seed):
+    rng = np.random.RandomState(seed)
+    shards = np.array_split(np.lexsort((rng.rand(len(y)), y)), 2 * n_clients)
+    client = np.empty(len(y), dtype=np.int64)
+    for shard, i in zip(shards, rng.permutation(2 * n_clients) % n_clients):
+        client[shard] = i
+    return client
 
 
-def test_superpixel_bad_input(scene):
-    bad = scene.spectral.copy()
-    bad[3, 4, 1] = np.nan
-    with pytest.raises(ValueError, match=r"non-finite value .* pixel \(3, 4\), band 1"):
-        SuperpixelFeaturizer(50).fit(bad)
-    with pytest.raises(ValueError, match="co-registered"):
-        SuperpixelFeaturizer(50).fit([scene.spectral, scene.elevation[:10]])
-    with pytest.raises(ValueError, match="n_segments must be a positive integer"):
-        SuperpixelFeaturizer(0).fit(scene.spectral)
-    with pytest.raises(ValueError, match="n_segments must be a positive integer"):
-        SuperpixelFeaturizer(True).fit(scene.spectral)
-    # Superpixels smaller than a pixel: SLIC would quietly return fewer.
-    h, w = scene.spectral.shape[:2]
-    with pytest.raises(
-        ValueError,
-        match=rf"more superpixels than the scene has pixels \({h} x {w} = {h * w}\)"
-        rf".*n_segments <= {h * w}",
-    ):
-        SuperpixelFeaturizer(h * w + 1).fit(scene.spectral)
-    with pytest.raises(ValueError, match="at least one band"):
-        SuperpixelFeaturizer(50).fit([scene.spectral, scene.spectral[:, :, :0]])
-    with pytest.raises(ValueError, match="features must be"):
-        SuperpixelFeaturizer(50, features=("median",)).fit(scene.spectral)
-    sp = SuperpixelFeaturizer(50).fit(scene.spectral)
-    with pytest.raises(ValueError, match="one row per superpixel"):
-        sp.inverse_transform(np.zeros(sp.n_superpixels_ + 1))
-    with pytest.raises(ValueError, match="fitted on"):
-        sp.transform(scene.spectral[:32])
-    with pytest.raises(ValueError, match="not fitted"):
-        SuperpixelFeaturizer().transform(scene.spectral)
+def test_label_shards_beat_hungarian_aligned_federated_kmeans():
+    # Every client holds 2-4 of 6 planted classes. Matching each client's 6
+    # centroids one to one to a reference client's pairs split classes with
+    # classes the reference lacks; grouping the clients' clusters by their
+    # prototypes in the shared input space does not.
+    ours, peer = [], []
+    for seed in range(3):
+        X, y, views = make_multiview_blobs(
+            600, view_sizes=(6, 6), n_clusters=6, separation=3.0, random_state=seed
+        )
+        client = _label_shards(y, 4, seed)
+        assert max(np.unique(y[client == i]).size for i in range(4)) < 6
+        model = FederatedMultiViewClustering(
+            6, views=views, client_column=-1, random_state=0, **SMALL
+        ).fit(np.column_stack([X, client]))
+        ours.append(clustering_accuracy(y, model.labels_))
+        peer.append(
+            clustering_accuracy(
+                y, _hungarian_federated_kmeans(X, views, client, 6, SMALL["rounds"])
+            )
+        )
+    assert min(ours) > 0.95
+    assert np.mean(ours) > np.mean(peer) + 0.05
+
+
+@pytest.mark.parametrize("epsilon", [None, 8.0])
+def test_predict_on_training_rows_is_labels(epsilon):
+    # labels_ is every training sample's nearest final prototype in its
+    # client's embedding space, which is what predict computes.
+    X, _, views = _blobs()
+    Xc, _ = _with_clients(X, 3)
+    model = FederatedMultiViewClustering(
+        4,
+        views=views,
+        client_column=-1,
+        random_state=0,
+        **{**SMALL, "epsilon": epsilon},
+    ).fit(Xc)
+    assert np.mean(model.predict(Xc) == model.labels_) >= 0.99
+    np.testing.assert_array_equal(model.transform(Xc).argmin(1), model.predict(Xc))
+
+
+def test_a_view_of_another_width_is_refused():
+    X, _, views = _blobs()
+    Xc, _ = _with_clients(X, 3)
+    model = FederatedMultiViewClustering(
+        4, views=views, client_column=-1, random_state=0, **SMALL
+    ).fit(Xc)
+    # A client whose second view has 5 columns instead of 6.
+    with pytest.raises(ValueError, match="features"):
+        model.predict(np.delete(Xc, 8, axis=1))
+    spec = {
+        "X": X[:50, :11],
+        "views": [np.arange(6), np.arange(6, 12)],
+        "client": 2,
+    }
+    with pytest.raises(ValueError, match=r"client 2 have 11 columns but view 1"):
+        protocol.check_client_views(spec)

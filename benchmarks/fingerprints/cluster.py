@@ -84,9 +84,8 @@ def fedmvc():
             model.communication_bytes_,
         ]
     scene = make_remote_sensing_scene((48, 48), n_bands=6, random_state=0)
-    sp = SuperpixelFeaturizer(n_segments=60)
-    F = sp.fit_transform([scene.spectral, scene.elevation])
-    out += [F[:30], sp.pixel_counts_, sp.view_sizes_]
+    sp = SuperpixelFeaturizer(n_segments=60).fit([scene.spectral, scene.elevation])
+    out += [sp.superpixel_features_[:30], sp.pixel_counts_, sp.view_sizes_]
     return _concat(*out)
 
 

@@ -113,12 +113,32 @@ class CorrelatedIMVCNet(nn.Module):
             variances.append(nn.functional.softplus(raw) + MIN_VAR)
         return torch.stack(means, 1), torch.stack(variances, 1)
 
-    @staticmethod
-    def fuse(means, variances, observed):
-        """Product of experts of the observed views: ``q(z | x_O)`` of the ELBO."""
-        u = observed.to(means.dtype).unsqueeze(-1) / variances
-        precision = u.sum(1)
-        return (u * means).sum(1) / precision, 1.0 / precision
+    def fuse(self, means, variances, observed):
+        """Correlated Gaussian fusion of the observed views: ``q(z | x_O)``.
+
+        Per sample and latent dimension the views' estimates are
+        ``mean_v = z + e_v`` with errors ``e ~ N(0, Sigma)``,
+        ``Sigma = D R D``, ``D`` the encoders' standard deviations and ``R``
+        the learned correlation. Under a flat prior on ``z`` the posterior is
+        the GLS one: precision ``1' Sigma_O^-1 1`` and mean
+        ``1' Sigma_O^-1 mean_O / 1' Sigma_O^-1 1``, i.e. with ``a = 1 / D``,
+        precision ``a' R_O^-1 a`` and mean ``a' R_O^-1 (a * mean) /
+        precision``. With ``R = I`` this is the product of experts (DVIMC's
+        fusion); the ELBO's gradient reaches ``R`` through it, so the
+        encoders, decoders and prior train under the correlation they fuse
+        with.
+        """
+        mask = observed.to(means.dtype)
+        a = mask.unsqueeze(-1) / variances.sqrt()  # (n, V, d), 0 where missing
+        if not self.learned:
+            u = a * a
+            precision = u.sum(1)
+            return (u * means).sum(1) / precision, 1.0 / precision
+        inv = self._masked_inverses(self.correlation(), mask)  # (n, V, V)
+        b = inv @ a  # R_O^-1 a, per dimension
+        precision = (a * b).sum(1).clamp_min(1e-8)
+        mean = (b * a * means).sum(1) / precision
+        return mean, 1.0 / precision
 
     def calibrated_posterior(self, means, observed, covariance=None):
         """Generalised least squares over the observed views, and q(c | x).
@@ -235,7 +255,9 @@ class CorrelatedIMVCNet(nn.Module):
         """The training loss per sample: -ELBO, plus the error model's term.
 
         ``-ELBO = reconstruction - E_c[log p(z|c) + log p(c)] + E_q log q(z, c)``
-        with ``q(z | x_O)`` the product of experts of the observed views, one
+        with ``q(z | x_O)`` the correlated fusion of the observed views
+        (:meth:`fuse`: GLS under ``D R D``, the product of experts when
+        ``R = I``), so the ELBO's gradient reaches ``R``; one
         reparameterised draw of ``z`` (noise from ``generator``) for the
         reconstruction and the responsibilities in closed form. The error
         model's term (:meth:`error_nll`, value zero, gradient to ``Omega``

@@ -100,21 +100,31 @@ class FederatedMultiViewClustering(
       ``epsilon=None`` releases exact statistics (``epsilon_ = inf``) and
       lets each client cluster by k-means to convergence.
     * **Co-occurrence structural alignment.** Cluster indices are arbitrary
-      on each client. Before the first pooling (no global prototypes yet)
-      the server groups all clients' first prototypes into ``n_clusters``
-      global clusters by k-means on their means, weighted by their counts
-      (several local clusters may join one global cluster: a client whose
-      data hold fewer classes than ``n_clusters`` splits some). In every
-      later round a client labels its samples by its own k-means in its
-      embedding space (started from its clusters of the last round) and
-      also by their nearest global prototype; from the contingency table of
-      the two labelings (how often a local and a global cluster co-occur on
-      the same samples) every local cluster takes the global cluster it
-      co-occurs with most, and the client relabels its clusters, its
-      statistics and its training targets accordingly, before anything is
-      pooled (without privacy; with privacy every sample takes its nearest
-      global prototype, see above). ``alignment=None`` pools by index as
-      sent (the ablation).
+      on each client, and so are the clients' embedding spaces: every client
+      trains its own networks, and under label skew (a client holding a few
+      classes) they drift apart, so that one class sits at different places
+      in different clients' spaces. Without privacy every cluster a client
+      sends therefore also carries its sum of the standardised inputs (the
+      views weighed alike, a missing view 0: the one space all clients
+      share, set by the shared standardisation), i.e. its prototype in input
+      space. Before the first pooling the server groups all clients' first
+      clusters (a local k-means in input space, ``n_clusters`` per client)
+      into ``n_clusters`` global clusters by k-means on these input
+      prototypes, weighted by their counts (several local clusters may join
+      one global cluster: a client whose data hold fewer classes than
+      ``n_clusters`` splits some), and pools the embedding statistics and
+      the input sums by group. In every later round a client labels its
+      samples by its own k-means in its embedding space (started from its
+      clusters of the last round) and also by their nearest global input
+      prototype; from the contingency table of the two labelings (how often
+      a local and a global cluster co-occur on the same samples) every local
+      cluster takes the global cluster it co-occurs with most, and the
+      client relabels its clusters, its statistics and its training targets
+      accordingly, before anything is pooled. With privacy the first
+      clusters are cells of shared anchors in embedding space and every
+      sample takes its nearest global prototype (see above; no input sums
+      are released). ``alignment=None`` pools by index as sent (the
+      ablation).
     * **Wasserstein prototype contrast.** Local training minimises, per
       sample, the reconstruction of its observed views from the fused
       embedding and a prototype contrast: each local cluster of the batch,
@@ -156,7 +166,14 @@ class FederatedMultiViewClustering(
     instead of the majority rule lowered it under skew. Clients that hold
     different subsets of the views embed them differently (their networks
     are never shared), so their clusters agree less than those of clients
-    with complete views. The user guide gives the benchmark's figures.
+    with complete views. Without privacy, grouping and aligning the
+    clusters by their embedding-space prototypes (as the private path does)
+    left mfeat under label shards (development seeds, not the benchmark's)
+    at about half the accuracy of grouping them by their input-space
+    prototypes, and below the same pipeline with untrained networks (all
+    clients in one space), because each client's pretraining moves its
+    space away from the others'. The user guide gives the benchmark's
+    figures.
 
     Parameters
     ----------
@@ -276,7 +293,11 @@ class FederatedMultiViewClustering(
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        Cluster of every training sample.
+        Cluster of every training sample: its nearest final global
+        prototype in its client's embedding space, which is what
+        ``predict`` returns for the training rows with their client column
+        (the benchmark measures the agreement; during the rounds a sample's
+        training target is its aligned local cluster, which may differ).
 
     prototypes_ : ndarray of shape (n_clusters, latent_dim)
         Means of the final global Gaussian prototypes.

@@ -56,12 +56,16 @@ CLIENT_FIELDS = {
     "scale": ("sumsq",),
     "spread": ("counts", "sums", "sumsq", "outer"),
     "clusters": ("counts", "sums", "sumsq"),
+    # Without privacy the clusters also carry their sums of the standardised
+    # inputs (the prototypes in the one space all clients share).
+    "clusters_input": ("counts", "sums", "sumsq", "xsums"),
 }
 SERVER_FIELDS = {
     "location": ("col_mean",),
     "scale": ("col_mean", "col_scale"),
     "spread": ("means", "stds", "cov"),
     "clusters": ("means", "stds"),
+    "clusters_input": ("means", "stds", "xmeans"),
 }
 
 
@@ -209,6 +213,19 @@ def group_cells(counts, sums, sumsq, n_clusters, clip_norm, seed=0):
     return groups
 
 
+def group_inputs(counts, xsums, n_clusters, seed=0):
+    """Group local clusters by their input-space means (k-means, count-weighted)."""
+    keep = counts >= 1.0
+    means = xsums[keep] / counts[keep, None]
+    groups = np.full(len(counts), -1)
+    if keep.sum() >= n_clusters:
+        km = KMeans(n_clusters, n_init=10, random_state=seed)
+        groups[keep] = km.fit(means, sample_weight=counts[keep]).labels_
+    else:
+        groups[np.flatnonzero(keep)] = np.arange(keep.sum())
+    return groups
+
+
 def pool_by_group(groups, n_clusters, *stats):
     """Sum per-cell statistics into their groups (dropped cells left out)."""
     onehot = np.zeros((len(groups), n_clusters))
@@ -264,6 +281,7 @@ class Server:
         self.n_rounds = N_SETUP_ROUNDS + int(rounds)
         self.means = None
         self.stds = None
+        self.xmeans = None
         self.col_mean = None
         self.col_scale = None
         self._col_counts = None
@@ -313,6 +331,17 @@ class Server:
                 pooled_cells = [np.sum(x, axis=0) for x in stats]
                 g = group_cells(*pooled_cells, k, self.clip_norm, self.seed)
                 groups = [g for _ in messages]
+            elif self.align and "xsums" in messages[0]:
+                # Without privacy: the clients' local clusters grouped by their
+                # prototypes in the shared input space (the standardised
+                # views), where a class sits at the same place at every
+                # client; the embedding spaces are each client's own.
+                counts = np.concatenate(stats[0])
+                xsums = np.concatenate(
+                    [np.asarray(m["xsums"], dtype=np.float64) for m in messages]
+                )
+                groups = group_inputs(counts, xsums, k, self.seed)
+                groups = np.split(groups, len(messages))
             elif self.align:
                 groups = group_cells(
                     *(np.concatenate(s) for s in stats), k, self.clip_norm, self.seed
@@ -322,10 +351,25 @@ class Server:
                 groups = [
                     group_cells(c, s, q, k, self.clip_norm) for c, s, q in zip(*stats)
                 ]
-            pooled = [
-                pool_by_group(g, k, c, s, q) for g, c, s, q in zip(groups, *stats)
-            ]
+            if "xsums" in messages[0]:
+                xstats = [np.asarray(m["xsums"], dtype=np.float64) for m in messages]
+                pooled = [
+                    pool_by_group(g, k, c, s, q, x)
+                    for g, c, s, q, x in zip(groups, *stats, xstats)
+                ]
+                self._pool_inputs(
+                    np.sum([p[0] for p in pooled], 0), np.sum([p[3] for p in pooled], 0)
+                )
+            else:
+                pooled = [
+                    pool_by_group(g, k, c, s, q) for g, c, s, q in zip(groups, *stats)
+                ]
             stats = [[p[i] for p in pooled] for i in range(3)]
+        elif "xsums" in messages[0]:
+            self._pool_inputs(
+                np.sum(stats[0], axis=0),
+                np.sum([np.asarray(m["xsums"], dtype=np.float64) for m in messages], 0),
+            )
         total, sums, sumsq = (np.sum(x, axis=0) for x in stats)
         means, stds = _moments(total, sums, sumsq)
         if self.means is not None:
@@ -333,7 +377,43 @@ class Server:
             empty = total < 1.0
             means[empty], stds[empty] = self.means[empty], self.stds[empty]
         self.means, self.stds = means, stds
+        if self.xmeans is not None:
+            return {"means": means, "stds": stds, "xmeans": self.xmeans}
         return {"means": means, "stds": stds}
+
+    def _pool_inputs(self, counts, xsums):
+        """Global input-space prototypes; a cluster nobody holds keeps its own."""
+        xmeans = xsums / np.maximum(counts, 1.0)[:, None]
+        if self.xmeans is not None:
+            empty = counts < 1.0
+            xmeans[empty] = self.xmeans[empty]
+        self.xmeans = xmeans
+
+
+def check_client_views(spec):
+    """Refuse a client whose data do not have the columns of every view.
+
+    A Flower client process loads its own data: a view of another width there
+    (a column too few or too many) would otherwise fail deep in its network.
+    """
+    X = np.asarray(spec["X"])
+    width = X.shape[1] if X.ndim == 2 else None
+    expected = sum(len(c) for c in spec["views"])
+    if width == expected:
+        return
+    who = f"client {spec.get('client', '?')}"
+    for v, cols in enumerate(spec["views"]):
+        if width is None or max(cols) >= width:
+            raise ValueError(
+                f"The data of {who} have {width} columns but view {v} needs "
+                f"columns {min(cols)}..{max(cols)} ({len(cols)} wide; the views "
+                f"take {expected} columns in all): every client must hold every "
+                "view at the same width (a view a client lacks is all-NaN)."
+            )
+    raise ValueError(
+        f"The data of {who} have {width} columns but the views take {expected}: "
+        "every client must hold every view at the same width."
+    )
 
 
 class Client:
@@ -351,6 +431,7 @@ class Client:
         torch = import_torch()
         from sklearn_ext.cluster._fedmvc_nn import FedMVCNet
 
+        check_client_views(spec)
         self.spec = spec
         self.privacy = spec.get("privacy")
         X = np.asarray(spec["X"], dtype=np.float64)
@@ -379,14 +460,24 @@ class Client:
             ),
             init,
         ).to(self.device)
-        self.optimizer = adam(self.net.parameters(), lr=spec["learning_rate"])
+        # Built on first use: constructing a torch optimizer imports
+        # torch._dynamo (about a second), which a run that trains nothing
+        # (the private defaults) never needs.
+        self._optimizer = None
         self.ledger = PrivacyLedger()
         self.col_mean = self.col_scale = None
         self.tensors = self.mask = None
+        self.U = None
         self.labels = None
         self.centroids = None
         self.local_stds = None
         self.prototypes = None
+
+    @property
+    def optimizer(self):
+        if self._optimizer is None:
+            self._optimizer = adam(self.net.parameters(), lr=self.spec["learning_rate"])
+        return self._optimizer
 
     # --- privacy --------------------------------------------------------------
 
@@ -467,6 +558,9 @@ class Client:
         self.tensors = [
             to_tensor(Z[:, c], dtype=self.dtype, device=self.device) for c in self.views
         ]
+        # The shared input space: the standardised views, each weighed alike
+        # (a block over the square root of its width), a missing view 0.
+        self.U = np.hstack([Z[:, c] / math.sqrt(len(c)) for c in self.views])
         self.mask = to_tensor(self.observed, dtype=self.dtype, device=self.device)
 
     # --- training -------------------------------------------------------------
@@ -677,7 +771,8 @@ class Client:
         (10 starts) and sends its ``n_clusters`` clusters as the cells.
         """
         k = self.spec["n_clusters"]
-        km = KMeans(k, n_init=10, random_state=self.kmeans_seed).fit(E)
+        space = self.U if self.spec["align"] else E
+        km = KMeans(k, n_init=10, random_state=self.kmeans_seed).fit(space)
         message = release_cluster_stats(
             E,
             km.labels_,
@@ -691,7 +786,10 @@ class Client:
         self._update_centroids(
             message["counts"], message["sums"], message["sumsq"], fallback=None
         )
-        self.centroids = km.cluster_centers_
+        if not self.spec["align"]:
+            self.centroids = km.cluster_centers_
+            return message
+        message["xsums"] = np.eye(k)[km.labels_].T @ self.U
         return message
 
     def _update_centroids(self, counts, sums, sumsq, fallback):
@@ -710,6 +808,8 @@ class Client:
         k = self.spec["n_clusters"]
         align = self.spec["align"]
         self.prototypes = (broadcast["means"], broadcast["stds"])
+        if "xmeans" in broadcast:
+            self.xmeans = np.asarray(broadcast["xmeans"], dtype=np.float64)
         if self.labels is None:
             # The first training targets: every sample's aligned local cluster.
             self.labels = self._aligned_labels(self.embeddings())
@@ -745,7 +845,8 @@ class Client:
             ),
             fallback=(means, np.asarray(broadcast["stds"], dtype=np.float64)),
         )
-        del k
+        if "xmeans" in broadcast:
+            message["xsums"] = np.eye(k)[self.labels].T @ self.U
         return message
 
     def _aligned_labels(self, E):
@@ -788,7 +889,12 @@ class Client:
         if not self.spec["align"]:
             return local
         k = self.spec["n_clusters"]
-        nearest = nearest_prototype(E, self.prototypes[0])
+        xmeans = getattr(self, "xmeans", None)
+        if xmeans is not None:
+            # Global clusters in the shared input space (see Server).
+            nearest = nearest_prototype(self.U, xmeans)
+        else:
+            nearest = nearest_prototype(E, self.prototypes[0])
         table = np.zeros((k, k))
         np.add.at(table, (local, nearest), 1.0)
         mapping = table.argmax(axis=1)

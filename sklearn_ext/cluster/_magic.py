@@ -45,6 +45,57 @@ _SAMPLE_WEIGHT_REASON = (
 )
 
 
+# The neighbourhood agreement of a granularity is measured on at most this many
+# samples (a random subset), with this many text-space neighbours per sample.
+_AGREEMENT_ROWS = 2000
+_AGREEMENT_NEIGHBOURS = 10
+
+
+def _neighbour_agreement(image, texts, text_mask, seed):
+    """How much each granularity's descriptions agree with the images.
+
+    For every granularity, each sample's nearest neighbours among the
+    descriptions at that granularity (Euclidean, on the standardised text
+    view) are looked up, and the mean cosine similarity of the *images* of
+    these neighbour pairs is compared with that of random pairs: the excess
+    is what the granularity's descriptions say about the images. A
+    granularity too coarse for the clusters pairs images of several classes
+    and agrees less; one often wrong pairs unrelated images and agrees less.
+    Measured on the inputs before any training, so that the adapters cannot
+    inflate it by memorising the training pairs.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.RandomState(seed)
+    unit = image / np.maximum(np.linalg.norm(image, axis=1, keepdims=True), 1e-12)
+    scores = np.zeros(len(texts))
+    for g, T in enumerate(texts):
+        rows = np.flatnonzero(text_mask[:, g])
+        if len(rows) > _AGREEMENT_ROWS:
+            rows = np.sort(rng.choice(rows, _AGREEMENT_ROWS, replace=False))
+        k = min(_AGREEMENT_NEIGHBOURS, len(rows) - 1)
+        if k < 1:
+            continue
+        nbrs = NearestNeighbors(n_neighbors=k + 1).fit(T[rows])
+        idx = nbrs.kneighbors(T[rows], return_distance=False)[:, 1:]
+        U = unit[rows]
+        pairs = np.einsum("id,ikd->ik", U, U[idx]).mean()
+        centre = U.mean(axis=0)
+        n = len(rows)
+        # mean cosine over distinct random pairs: (|sum|^2 - n) / (n (n - 1))
+        random_pairs = (n * n * centre @ centre - n) / (n * (n - 1))
+        scores[g] = pairs - random_pairs
+    return scores
+
+
+def _weights_from_agreement(agreement):
+    """Granularity weights proportional to the positive agreements."""
+    a = np.clip(np.asarray(agreement, dtype=np.float64), 0.0, None)
+    if a.sum() <= 0:
+        return np.full(len(a), 1.0 / len(a))
+    return a / a.sum()
+
+
 class MAGICClustering(
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
@@ -67,10 +118,11 @@ class MAGICClustering(
     :func:`sklearn_ext.datasets.encode_texts` embeds descriptions offline
     with all-MiniLM-L6-v2.
 
-    **Semantic adapters.** Each modality has its own adapter, a two-layer
+    **Semantic adapters.** Each view has its own adapter, a two-layer
     perceptron that compresses its (standardised) view to ``adapter_dim``
-    features: one for the image view and one shared by the text views (text
-    views of different widths get one adapter each). They are trained to
+    features: one for the image view and one for each text view
+    (granularity), since descriptions of different detail occupy different
+    regions of the text space. They are trained to
     align the two modalities (below), which keeps what image and text share
     (the semantics) and drops what only one view carries (style words,
     pose, background). The redundancy penalty, ``redundancy_penalty`` times
@@ -95,24 +147,35 @@ class MAGICClustering(
     description that contradicts its image, most likely a wrong one, counts
     for little, while the adapted image code, which generalises across
     images rather than memorising their descriptions, keeps its say.
-    ``granularity_weights_`` :math:`\omega` are learned: each granularity is
-    weighted by the softmax (temperature 0.03) of its cross-modal agreement,
-    the mean over samples of :math:`p_I \cdot p_g`, the probability that the
-    image and its description at that granularity fall in the same cluster,
-    smoothed over batches (momentum 0.9). A granularity too coarse for the
-    clusters, or often wrong, agrees less and counts less, in the consensus
-    and in the alignment: each granularity's contrastive loss is weighted by
-    it too, so that descriptions too coarse for the clusters stop teaching
-    the image code to merge the classes they do not tell apart. A sample whose
+    ``granularity_weights_`` :math:`\omega` are set by the data, with no
+    temperature: each granularity's weight is proportional to its
+    *neighbourhood agreement* with the images (``granularity_agreement_``),
+    the mean cosine similarity of the standardised images of samples whose
+    descriptions at that granularity are nearest neighbours (10 neighbours,
+    on at most 2,000 random samples), minus that of random pairs; a
+    granularity that agrees no better than chance gets weight zero. A
+    granularity too coarse for the clusters pairs images of several classes,
+    one often wrong pairs unrelated images: both agree less and count less,
+    but a granularity that carries information keeps a share, so that
+    descriptions from independent describers are pooled. The agreement is
+    measured on the inputs, before training, because the adapters can
+    memorise the training pairs and so inflate any agreement measured on
+    their codes. Each granularity's alignment loss is weighted by its weight
+    too (times the number of granularities), so that a granularity that says
+    less about the clusters teaches the image code less, but none that
+    carries information is switched off. A sample whose
     description at a granularity is missing (an all-NaN block in that
     view) is fused from the descriptions it has.
 
-    **Training.** (1) ``warmup_iter`` epochs of cross-modal alignment: for
+    **Training**, in optimisation steps (minibatches of ``batch_size``
+    distinct samples drawn afresh at every step), so that the same defaults
+    train alike on 500 or 10,000 samples. (1) ``warmup_iter`` steps of
+    cross-modal alignment: for
     every granularity, a symmetric contrastive loss between the image codes
     and the text codes of a batch, each image's own description its
     positive and the others its negatives (``temperature``). (2) k-means on
     the consensus sets the cluster prototypes :math:`\mu_k`. (3)
-    ``max_iter`` epochs of the alignment plus clustering: the cluster head
+    ``max_iter`` steps of the alignment plus clustering: the cluster head
     gives :math:`p = \operatorname{softmax}(\cos(\cdot, \mu_k) / 0.1)`; the
     *consensus teacher* turns the consensus assignments into sharpened,
     balanced targets :math:`t_{ik} \propto p_{ik}^2 / \sum_j p_{jk}`
@@ -120,7 +183,7 @@ class MAGICClustering(
     learn by cross-entropy; an entropy term keeps the clusters' sizes
     balanced, so that the clusters do not merge into the descriptions'
     coarser classes. By default (``tol=None``) the clustering phase is a
-    fixed budget of epochs: the labels settle well before it ends, while the
+    fixed budget of steps: the labels settle well before it ends, while the
     alignment loss keeps falling slowly, so that a loss-based stopping rule
     would run to ``max_iter`` anyway.
 
@@ -163,9 +226,16 @@ class MAGICClustering(
     robust_fusion : bool, default=True
         Weight each sample's description in the consensus by its agreement
         with the image code; False fuses them with equal say (the ablation).
-    granularity_weighting : {"agreement", "uniform"}, default="agreement"
-        Learn the granularity weights from cross-modal agreement, or keep
-        them equal.
+    granularity_weighting : {"agreement", "uniform", "softmax"}, \
+            default="agreement"
+        "agreement": weights proportional to each granularity's
+        neighbourhood agreement with the images (above); "uniform": equal
+        weights; "softmax": the superseded rule, kept as an ablation (the
+        softmax at the fixed temperature 0.03 of each granularity's
+        agreement with the image head, :math:`p_I \cdot p_g`, updated in
+        training with momentum 0.9, and each granularity's alignment loss
+        weighted by it: it puts nearly all the weight on one granularity and
+        switches the others' alignment off).
     adapters : bool, default=True
         False is the ablation without adapters: the standardised views,
         each unit-normalised, are fused by concatenation (the text views
@@ -174,24 +244,22 @@ class MAGICClustering(
         weights stay uniform.
     redundancy_penalty : float, default=3.0
         Weight of the group-lasso penalty on the adapters' input columns.
-    warmup_iter : int, default=15
-        Epochs of alignment before the prototypes are set. Longer warm-ups
-        let the adapters memorise the wrong descriptions. The schedule is in
-        epochs and was set on 900 to 2,000 samples: on larger data, raise
-        ``batch_size`` (or shorten the phases) so that an epoch stays a few
-        steps (see the user guide).
+    warmup_iter : int, default=60
+        Optimisation steps of alignment before the prototypes are set.
+        Longer warm-ups let the adapters memorise the wrong descriptions.
+        Steps, not epochs: the same at every data size.
     batch_size : int or "auto", default=256
         Minibatch size ("auto": ``min(200, n_samples)``). The contrastive
         loss takes its negatives from the batch.
     learning_rate_init : float, default=1e-3
         Adam's step size.
-    max_iter : int, default=40
-        Epochs of the clustering phase: all of them when ``tol`` is None (a
-        fixed budget, the default), at most this many otherwise.
+    max_iter : int, default=160
+        Optimisation steps of the clustering phase: all of them when ``tol``
+        is None (a fixed budget, the default), at most this many otherwise.
     tol : float or None, default=None
-        None runs ``max_iter`` epochs. A float stops the clustering phase
-        once its epoch loss has not improved by ``tol`` for
-        ``n_iter_no_change`` epochs (and warns if ``max_iter`` comes first).
+        None runs ``max_iter`` steps. A float stops the clustering phase
+        once its minibatch loss has not improved by ``tol`` for
+        ``n_iter_no_change`` steps (and warns if ``max_iter`` comes first).
     n_iter_no_change : int, default=10
         See ``tol``.
     warm_start : bool, default=False
@@ -209,7 +277,10 @@ class MAGICClustering(
     labels_ : ndarray of shape (n_samples,)
         Cluster of every training sample.
     granularity_weights_ : ndarray of shape (n_text_views,)
-        Learned weights of the text views (coarse to fine); sums to 1.
+        Weights of the text views (coarse to fine); sums to 1.
+    granularity_agreement_ : ndarray of shape (n_text_views,)
+        Neighbourhood agreement of every text view with the images (only
+        with ``granularity_weighting="agreement"``).
     cluster_centers_ : ndarray of shape (n_clusters, n_consensus)
         Unit prototypes of the clusters in the consensus space.
     views_ : list of ndarray of int
@@ -225,11 +296,11 @@ class MAGICClustering(
     module_ : torch.nn.Module
         The fitted network (on the CPU).
     n_iter_ : int
-        Epochs of the clustering phase.
+        Steps of the clustering phase.
     loss_curve_ : list of float
-        Loss of every clustering epoch.
+        Minibatch loss of every clustering step.
     warmup_loss_curve_ : list of float
-        Loss of every warm-up epoch.
+        Minibatch loss of every warm-up step.
     device_ : str
         Device the fit ran on.
     n_features_in_ : int
@@ -251,8 +322,9 @@ class MAGICClustering(
     sharpened consensus targets, the group lasso as the redundancy penalty,
     the generalised cross-entropy as the robust contrastive loss, as in
     robust InfoNCE [2]_) are ours and stated above.
-    TAC [3]_ is the peer that mixes text into image clustering by
-    concatenation.
+    TAC [3]_ (its cross-modal mutual distillation of an image and a text
+    cluster head through each other's nearest neighbours, our own
+    implementation in ``benchmarks/_magic_baselines.py``) is the peer.
 
     References
     ----------
@@ -270,7 +342,7 @@ class MAGICClustering(
     >>> from sklearn_ext.datasets import make_multigranular
     >>> X, y, views = make_multigranular(300, random_state=0)
     >>> model = MAGICClustering(
-    ...     n_clusters=9, views=views, warmup_iter=5, max_iter=10,
+    ...     n_clusters=9, views=views, warmup_iter=20, max_iter=40,
     ...     device="cpu", random_state=0).fit(X)
     >>> model.labels_.shape, model.granularity_weights_.shape
     ((300,), (3,))
@@ -289,7 +361,7 @@ class MAGICClustering(
         "robust_q": [Interval(Real, 0, 1, closed="both")],
         "teacher": [StrOptions({"consensus", "image"})],
         "robust_fusion": ["boolean"],
-        "granularity_weighting": [StrOptions({"agreement", "uniform"})],
+        "granularity_weighting": [StrOptions({"agreement", "softmax", "uniform"})],
         "adapters": ["boolean"],
         "redundancy_penalty": [Interval(Real, 0, None, closed="left")],
         "warmup_iter": [Interval(Integral, 0, None, closed="left")],
@@ -323,10 +395,10 @@ class MAGICClustering(
         granularity_weighting="agreement",
         adapters=True,
         redundancy_penalty=3.0,
-        warmup_iter=15,
+        warmup_iter=60,
         batch_size=256,
         learning_rate_init=1e-3,
-        max_iter=40,
+        max_iter=160,
         tol=None,
         n_iter_no_change=10,
         warm_start=False,
@@ -360,6 +432,7 @@ class MAGICClustering(
     # ------------------------------------------------------------ input
 
     def _validate(self, X, reset):
+        self._refuse_ragged_views(X)
         self._refuse_view_list(X)
         X = validate_data(
             self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan"
@@ -390,6 +463,29 @@ class MAGICClustering(
         text = np.delete(observed, self.image_view, axis=1)
         return X, text
 
+    def _refuse_ragged_views(self, X):
+        """A clear error for per-view arrays whose row counts differ.
+
+        The image embeddings and the embeddings of each granularity's
+        descriptions must describe the same samples, one row each.
+        """
+        if not isinstance(X, (list, tuple)) or len(X) < 2:
+            return
+        shapes = [getattr(x, "shape", None) for x in X]
+        if not all(shape is not None and len(shape) >= 1 for shape in shapes):
+            return
+        counts = [int(shape[0]) for shape in shapes]
+        if len(set(counts)) > 1:
+            image = self.image_view if self.image_view < len(counts) else 0
+            others = [f"view {v}: {c}" for v, c in enumerate(counts) if v != image]
+            raise ValueError(
+                f"the numbers of descriptions differ from the number of images: "
+                f"{counts[image]} image embeddings (view {image}) but "
+                f"{', '.join(others)} description embeddings. Every view needs "
+                "one row per image (a missing description is a row of NaN in "
+                "its view)."
+            )
+
     def _network_shape(self):
         return {
             "image_dim": len(self.image_columns_),
@@ -399,6 +495,7 @@ class MAGICClustering(
             "adapter_hidden": self.adapter_hidden,
             "adapters": bool(self.adapters),
             "robust_fusion": bool(self.robust_fusion),
+            "granularity_weighting": self.granularity_weighting,
         }
 
     def _build_module(self, attr="module_"):
@@ -412,6 +509,7 @@ class MAGICClustering(
             self.n_clusters,
             self.adapters,
             self.robust_fusion,
+            self.granularity_weighting,
         )
 
     def _standardised_views(self, X):
@@ -469,6 +567,13 @@ class MAGICClustering(
         image, texts, mask, w = self._tensors(X, text_mask, weights, ctx)
         if not warm:
             module = init_parameters(self._build_module(), ctx.generator)
+            if self.granularity_weighting == "agreement" and module.n_text > 0:
+                (weights_seed,) = child_seeds(kmeans_seed, 1)
+                agreement = _neighbour_agreement(
+                    *self._standardised_views(X), text_mask, weights_seed
+                )
+                self.granularity_agreement_ = agreement
+                module.set_granularity_weights(_weights_from_agreement(agreement))
         module = module.to(ctx.device)
         options = {
             "temperature": self.temperature,
@@ -484,6 +589,19 @@ class MAGICClustering(
                 (None if w is None else w[idx]),
             )
 
+        torch = import_torch()
+        batch_rows = self._batch_size(n_samples)
+
+        def one_step(loss):
+            # The schedule counts optimisation steps, whatever n_samples: the
+            # shared loop runs "epochs" of one batch, and each step draws its
+            # batch of distinct samples afresh.
+            def step_loss(_):
+                order = torch.randperm(n_samples, generator=ctx.generator)
+                return loss(order[:batch_rows].to(ctx.device))
+
+            return step_loss
+
         adapter_params = [p for n, p in module.named_parameters() if n != "prototypes"]
         if not warm:
             if adapter_params and self.warmup_iter > 0 and module.n_text > 0:
@@ -494,8 +612,8 @@ class MAGICClustering(
 
                 self._train(
                     {"module_": module},
-                    warmup_loss,
-                    n_samples,
+                    one_step(warmup_loss),
+                    batch_rows,
                     ctx,
                     adam(adapter_params, lr=self.learning_rate_init),
                     phase="warmup",
@@ -507,7 +625,7 @@ class MAGICClustering(
                 self.warmup_loss_curve_ = []
             self._init_prototypes(module, image, texts, mask, weights, kmeans_seed)
 
-        update = self.granularity_weighting == "agreement"
+        update = self.granularity_weighting == "softmax"
 
         def clustering_loss(idx):
             xi, xt, m, wi = batch(idx)
@@ -523,8 +641,8 @@ class MAGICClustering(
 
         self._train(
             {"module_": module},
-            clustering_loss,
-            n_samples,
+            one_step(clustering_loss),
+            batch_rows,
             ctx,
             fixed_epochs=self.tol is None,
             tol=self.tol,
@@ -659,7 +777,7 @@ class MAGICClustering(
             "views": [16, 8, 8],  # the 32 generated columns: image, 2 texts
             "adapter_hidden": 512,
             "batch_size": 1024,
-            "warmup_iter": 3,
-            "max_iter": 5,
+            "warmup_iter": 60,
+            "max_iter": 160,
         }
         return params, 50_000

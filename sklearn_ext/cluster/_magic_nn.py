@@ -23,8 +23,10 @@ __all__ = ["MAGICNet", "robust_contrastive"]
 
 # Temperature of the cluster head: cosine similarity to the prototypes / 0.1.
 CLUSTER_TEMPERATURE = 0.1
-# Granularity weights: softmax of the agreements / 0.03, smoothed over batches.
-WEIGHTS_TEMPERATURE = 0.03
+# The superseded rule (weighting="softmax", kept as an ablation): softmax of
+# the agreements at this fixed temperature, smoothed over batches with this
+# momentum; it also weighted the alignment.
+SOFTMAX_TEMPERATURE = 0.03
 WEIGHTS_MOMENTUM = 0.9
 
 
@@ -70,6 +72,11 @@ class MAGICNet(nn.Module):
     robust_fusion : bool, default=True
         Weight each sample's text in the consensus by its agreement with the
         image code.
+    weighting : {"agreement", "softmax", "uniform"}, default="agreement"
+        "agreement" and "uniform": the weights are set by the estimator
+        (:meth:`set_granularity_weights`); "softmax" is the superseded rule
+        (weights updated in training at a fixed temperature). Each
+        granularity's alignment loss is weighted by its weight.
     """
 
     def __init__(
@@ -81,19 +88,22 @@ class MAGICNet(nn.Module):
         n_clusters,
         adapters,
         robust_fusion=True,
+        weighting="agreement",
     ):
         super().__init__()
+        self.weighting = weighting
         text_dims = [int(d) for d in text_dims]
         self.n_text = len(text_dims)
         self.adapters = bool(adapters)
         self.robust_fusion = bool(robust_fusion)
-        self.shared_text = len(set(text_dims)) == 1
         if self.adapters:
             mid = [hidden] if hidden else []
             self.image_adapter = mlp([int(image_dim), *mid, adapter_dim])
-            widths = text_dims[:1] if self.shared_text else text_dims
+            # One adapter per granularity: descriptions of different detail
+            # live in different regions of the text space, and a shared
+            # adapter kept only what the coarsest level tells apart.
             self.text_adapters = nn.ModuleList(
-                mlp([d, *mid, adapter_dim]) for d in widths
+                mlp([d, *mid, adapter_dim]) for d in text_dims
             )
             dim = adapter_dim
         else:
@@ -112,11 +122,15 @@ class MAGICNet(nn.Module):
         if not self.adapters:
             return image, list(texts)
         h_image = self.image_adapter(image)
-        h_texts = [
-            self.text_adapters[0 if self.shared_text else g](x)
-            for g, x in enumerate(texts)
-        ]
+        h_texts = [self.text_adapters[g](x) for g, x in enumerate(texts)]
         return h_image, h_texts
+
+    def set_granularity_weights(self, weights):
+        """Fix the granularity weights (a sequence summing to one)."""
+        with torch.no_grad():
+            self.granularity_weights.copy_(
+                torch.as_tensor(weights, dtype=self.granularity_weights.dtype)
+            )
 
     def _text_weights(self, mask):
         """Per-sample weights of the granularities, over the observed ones."""
@@ -185,8 +199,10 @@ class MAGICNet(nn.Module):
             return z_image.sum() * 0.0
         loss, count = 0.0, 0
         # Each granularity's alignment counts by its weight (uniform in the
-        # warm-up): a granularity too coarse for the clusters would otherwise
-        # teach the image code to merge the classes it does not tell apart.
+        # warm-up of the "softmax" rule): a granularity that says less about
+        # the clusters teaches the image code less. The data-set weights of
+        # "agreement" are zero only for a granularity at chance, so no
+        # informative granularity is switched off.
         weights = self.granularity_weights * self.n_text
         for g, z in enumerate(z_texts):
             seen = mask[:, g] > 0.5
@@ -238,7 +254,12 @@ class MAGICNet(nn.Module):
         return loss + balance
 
     def _update_weights(self, p_image, z_texts, mask):
-        """Move the granularity weights toward their cross-modal agreement."""
+        """The superseded rule: weights toward the softmax of the agreements.
+
+        Kept for the ablation (``weighting="softmax"``): the softmax at the
+        fixed temperature 0.03 of each granularity's agreement with the image
+        head, smoothed over batches; it picked one granularity.
+        """
         agreement = []
         for g, z in enumerate(z_texts):
             seen = mask[:, g] > 0.5
@@ -249,7 +270,7 @@ class MAGICNet(nn.Module):
             agreement.append((p_image[seen] * p_text).sum(1).mean())
         agreement = torch.stack(agreement).to(self.granularity_weights.dtype)
         self.last_agreement = agreement
-        target = F.softmax(agreement / WEIGHTS_TEMPERATURE, dim=0)
+        target = F.softmax(agreement / SOFTMAX_TEMPERATURE, dim=0)
         self.granularity_weights.mul_(WEIGHTS_MOMENTUM).add_(
             (1 - WEIGHTS_MOMENTUM) * target
         )

@@ -43,7 +43,7 @@ def _level_groups(n_superclasses, n_subclasses, n_granularities):
         "n_irrelevant": [Interval(Integral, 0, None, closed="left")],
         "image_noise": [Interval(Real, 0, None, closed="left")],
         "text_noise": [Interval(Real, 0, None, closed="left")],
-        "description_noise": [Interval(Real, 0, 1, closed="both")],
+        "description_noise": [Interval(Real, 0, 1, closed="both"), "array-like"],
         "return_details": ["boolean"],
         "random_state": ["random_state"],
     },
@@ -128,9 +128,15 @@ def make_multigranular(
         Within-class standard deviation of the image's semantic latent.
     text_noise : float, default=1.0
         Standard deviation of the noise on a description's embedding.
-    description_noise : float in [0, 1], default=0.2
-        Mislabeling rate of the finest descriptions; granularity ``g`` is
-        mislabeled at ``description_noise * (g + 1) / n_granularities``.
+    description_noise : float in [0, 1] or array-like of shape (n_granularities,), \
+            default=0.2
+        A float: the mislabeling rate of the finest descriptions; granularity
+        ``g`` is mislabeled at ``description_noise * (g + 1) / n_granularities``.
+        An array: each granularity's own describer and its own mislabeling
+        rate, coarse to fine (e.g. ``(0.1, 0.2, 0.45)``: a fine describer
+        often wrong, coarse ones mostly right). Either way the errors of the
+        granularities are drawn independently, so that a coarse description
+        is often right where the fine one is wrong.
     return_details : bool, default=False
         If True, also return a dict of the hidden structure.
     random_state : int, RandomState instance or None, default=None
@@ -169,9 +175,24 @@ def make_multigranular(
     >>> details["mislabeled"].mean(axis=0).round(2)
     array([0.1, 0.2, 0.3])
     """
+    G = n_granularities
+    if np.ndim(description_noise) == 0:
+        rates = [description_noise * (g + 1) / G for g in range(G)]
+    else:
+        rates = np.asarray(description_noise, dtype=np.float64)
+        if rates.shape != (G,):
+            raise ValueError(
+                f"description_noise has {rates.size} rate(s) but there are "
+                f"n_granularities={G} granularities: give one rate per "
+                "granularity (coarse to fine) or a single float."
+            )
+        if not np.all((rates >= 0) & (rates <= 1)):
+            raise ValueError(
+                f"description_noise rates must lie in [0, 1]; got {rates.tolist()}."
+            )
+        rates = rates.tolist()
     rng = check_random_state(random_state)
     n_classes = n_superclasses * n_subclasses
-    G = n_granularities
     y = rng.permutation(np.arange(n_samples) % n_classes)
     superclass = y // n_subclasses
 
@@ -196,7 +217,7 @@ def make_multigranular(
     text_views = []
     parent_centres = None
     for g in range(G):
-        eta = description_noise * (g + 1) / G
+        eta = rates[g]
         wrong = rng.random_sample(n_samples) < eta
         named = y.copy()
         for i in np.flatnonzero(wrong):
