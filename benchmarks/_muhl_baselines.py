@@ -19,7 +19,14 @@ ValueError.
   small version in plain torch: one edge-to-edge (8 filters), an
   edge-to-node (32) and a node-to-graph (``hidden``) convolution.
 * :func:`logistic_anchor` -- standardised logistic regression on the rows
-  themselves (the linear anchor).
+  themselves (the full connectivity vector and the node features), its
+  ``C`` chosen by 5-fold cross-validation on the training rows.
+* :func:`logistic_node_features` -- the same on the node-feature columns
+  alone; :func:`logistic_functional` on the functional connectivity (the
+  correlations between the regions' signal frames, each row's own).
+* :class:`TunedPeer` -- one of the networks above, its configuration chosen
+  among ``configs`` on a held-out (by subject) validation split of the
+  training rows.
 
 Preprocessing (learnt in ``fit`` from the training subjects only, reused by
 ``predict``): each edge is z-scored by its mean and standard deviation over
@@ -53,15 +60,19 @@ References
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.linear_model import LogisticRegression
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import LogisticRegressionCV
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import LabelEncoder, StandardScaler
+from sklearn.preprocessing import FunctionTransformer, LabelEncoder, StandardScaler
 from sklearn.utils import check_array
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ext.network._connectome import infer_n_nodes, split_connectome
+from sklearn_ext.network._connectome import (
+    connectome_width,
+    infer_n_nodes,
+    split_connectome,
+)
 from sklearn_ext.utils._torch import (
     adam,
     cpu_thread_limit,
@@ -72,19 +83,119 @@ from sklearn_ext.utils._torch import (
 )
 
 __all__ = [
+    "PEER_CONFIGS",
     "BrainNetCNNClassifier",
     "GCNGraphClassifier",
     "HypergraphConvClassifier",
+    "TunedPeer",
     "logistic_anchor",
+    "logistic_functional",
+    "logistic_node_features",
 ]
 
 _DROPOUT = 0.2
 _PREDICT_BATCH = 256
 
 
+_CS = np.logspace(-4, 2, 7)
+
+
+def _logistic_cv():
+    return LogisticRegressionCV(Cs=_CS, cv=5, max_iter=2000)
+
+
 def logistic_anchor():
-    """The linear anchor: standardised logistic regression on the raw rows."""
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    """The linear anchor: logistic regression (CV'd C) on the standardised rows."""
+    return make_pipeline(StandardScaler(), _logistic_cv())
+
+
+def _node_columns(X, n_node_features):
+    n_nodes = infer_n_nodes(X.shape[1], n_node_features, discard_diagonal=True)
+    return X[:, connectome_width(n_nodes, 0) :], n_nodes
+
+
+def _node_features(X, n_node_features):
+    return _node_columns(X, n_node_features)[0]
+
+
+def _functional(X, n_node_features):
+    """Each row's correlations between its regions' frames (lower triangle)."""
+    feats, n = _node_columns(X, n_node_features)
+    F = feats.reshape(len(X), n, n_node_features)
+    F = F - F.mean(axis=2, keepdims=True)
+    F = F / np.maximum(np.linalg.norm(F, axis=2, keepdims=True), 1e-12)
+    rows, cols = np.tril_indices(n, -1)
+    return np.einsum("rif,rjf->rij", F, F)[:, rows, cols]
+
+
+def logistic_node_features(n_node_features):
+    """Logistic regression (CV'd C) on the standardised node-feature columns."""
+    pick = FunctionTransformer(
+        _node_features, kw_args={"n_node_features": n_node_features}
+    )
+    return make_pipeline(pick, StandardScaler(), _logistic_cv())
+
+
+def logistic_functional(n_node_features):
+    """Logistic regression (CV'd C) on each row's functional connectivity."""
+    pick = FunctionTransformer(
+        _functional, kw_args={"n_node_features": n_node_features}
+    )
+    return make_pipeline(pick, StandardScaler(), _logistic_cv())
+
+
+class TunedPeer(ClassifierMixin, BaseEstimator):
+    """A peer network whose configuration is chosen on a validation split.
+
+    Each of ``configs`` (parameter dicts set on a clone of ``estimator``) is
+    fitted on the training rows less a validation part (``validation_fraction``
+    of the subjects, by ``groups`` when given) and scored there; the best
+    configuration's model (first on ties) is kept, as MuHL keeps its model
+    early-stopped on its own validation part (no refit: the budget of the
+    search is then the configurations' fits alone).
+    """
+
+    def __init__(self, estimator, configs, validation_fraction=0.25, random_state=0):
+        self.estimator = estimator
+        self.configs = configs
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+
+    def fit(self, X, y, groups=None):
+        from sklearn.model_selection import GroupShuffleSplit
+
+        groups = np.arange(len(y)) if groups is None else np.asarray(groups)
+        split = GroupShuffleSplit(
+            1, test_size=self.validation_fraction, random_state=self.random_state
+        )
+        train, valid = next(split.split(X, y, groups))
+        scores, models = [], []
+        for config in self.configs:
+            model = clone(self.estimator).set_params(**config)
+            model.fit(X[train], y[train])
+            scores.append(model.score(X[valid], y[valid]))
+            models.append(model)
+        best = int(np.argmax(scores))
+        self.validation_scores_ = np.asarray(scores)
+        self.best_params_ = dict(self.configs[best])
+        self.best_estimator_ = models[best]
+        self.classes_ = self.best_estimator_.classes_
+        return self
+
+    def predict_proba(self, X):
+        return self.best_estimator_.predict_proba(X)
+
+    def predict(self, X):
+        return self.best_estimator_.predict(X)
+
+
+# The search space of every tuned peer (the same budget for each): learning
+# rate x weight decay, at the peer's default width.
+PEER_CONFIGS = [
+    {"learning_rate": 1e-3, "weight_decay": 1e-4},
+    {"learning_rate": 3e-3, "weight_decay": 1e-4},
+    {"learning_rate": 1e-3, "weight_decay": 1e-2},
+]
 
 
 def _dropout(x, p, generator, training):

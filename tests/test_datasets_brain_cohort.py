@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse.csgraph import shortest_path
 from sklearn.metrics import roc_auc_score
 
@@ -27,25 +26,19 @@ def mice():
     return load_mice_connectomes()
 
 
-@pytest.fixture(scope="module")
-def large_cohort():
-    """Many subjects on a small template, for the statistical checks."""
-    return make_brain_cohort(600, n_nodes=24, effect_size=1.0, random_state=0)
-
-
 def test_layout_shapes_and_template(mice):
     n, n_subjects, n_visits = 30, 12, 2
     cohort = make_brain_cohort(
-        n_subjects, n_nodes=n, n_planted=4, k=2, n_visits=n_visits, random_state=1
+        n_subjects, n_nodes=n, n_frames=6, n_visits=n_visits, random_state=1
     )
     n_rows = n_subjects * n_visits
-    assert cohort.data.shape == (n_rows, n * (n - 1) // 2 + n)
+    assert cohort.data.shape == (n_rows, n * (n - 1) // 2 + n * 6)
     assert cohort.data.dtype == np.float64 and np.isfinite(cohort.data).all()
-    assert cohort.n_nodes == n and cohort.n_node_features == 1
+    assert cohort.n_nodes == n and cohort.n_node_features == 6
     assert cohort.discard_diagonal is True
     assert cohort.target.dtype.kind == "i" and set(cohort.target) <= {0, 1}
-    assert cohort.groups.dtype.kind == "i" and cohort.affected.dtype == bool
-    assert cohort.affected.shape == (n_rows, n)
+    assert cohort.groups.dtype.kind == "i" and cohort.activations.dtype == bool
+    assert cohort.activations.shape == (n_rows, 6, n)
     assert cohort.planted_edges.shape == (0, 2)
     assert isinstance(cohort.DESCR, str) and "make_brain_cohort" in cohort.DESCR
 
@@ -69,8 +62,10 @@ def test_layout_shapes_and_template(mice):
 
     # Rows: symmetric matrices on the template's support, then node signals.
     matrices, signals = _split(cohort)
-    assert signals.shape == (n_rows, n)
-    np.testing.assert_array_equal(matrices_to_vec(matrices), cohort.data[:, :-n])
+    assert signals.shape == (n_rows, n * 6)
+    np.testing.assert_array_equal(
+        matrices_to_vec(matrices), cohort.data[:, : n * (n - 1) // 2]
+    )
     assert (matrices[:, ~support] == 0).all()
     assert (matrices[:, support] > 0).all()
     # Log-normal noise around the template: log ratios of sd edge_noise=0.25.
@@ -99,123 +94,93 @@ def test_deterministic_for_a_seed():
 def test_planted_nodes_far_apart_at_defaults(seed):
     cohort = make_brain_cohort(4, random_state=seed)
     planted = cohort.planted_nodes
-    assert planted.size == 6 and np.array_equal(planted, np.unique(planted))
+    assert planted.size == 3 and np.array_equal(planted, np.unique(planted))
     hops = _hops(cohort.template)
-    pairwise = hops[np.ix_(planted, planted)][~np.eye(6, dtype=bool)]
+    pairwise = hops[np.ix_(planted, planted)][~np.eye(3, dtype=bool)]
     assert cohort.planted_min_hops == pairwise.min()
-    # 2 is the best possible here (see the next test); the support's diameter
-    # is 4, so two hops apart already means no common neighbour.
-    assert cohort.planted_min_hops >= 2
+    # No two planted nodes share an edge or a neighbour (diameter 4).
+    assert cohort.planted_min_hops >= 3
     assert hops.max() == 4
 
 
-def test_defaults_admit_no_six_nodes_three_hops_apart():
-    """Why planted_min_hops is 2, not 3, at the defaults: a property of the graph.
-
-    The largest set of nodes pairwise at least 3 hops apart on the default
-    support (n_nodes=100, knn=8) has 4 nodes, fewer than n_planted=6; on the
-    sparser support of knn=3 the farthest-point draw reaches 3 hops.
-    """
-    template = make_brain_cohort(2, random_state=0).template
-    hops = _hops(template)
-    n = hops.shape[0]
-    i, j = np.nonzero(np.triu(hops < 3, k=1))
-    conflicts = np.zeros((i.size, n))
-    conflicts[np.arange(i.size), i] = conflicts[np.arange(i.size), j] = 1
-    res = milp(
-        -np.ones(n),
-        constraints=LinearConstraint(conflicts, 0, 1),
-        integrality=np.ones(n),
-        bounds=Bounds(0, 1),
-    )
-    assert res.success and round(-res.fun) == 4
-    sparse = make_brain_cohort(4, knn=3, random_state=0)
-    assert sparse.planted_min_hops >= 3
-
-
-def test_k_of_n_rule():
-    n_planted, k, n_visits = 6, 3, 3
+def test_coactivations_match_every_node_and_pair_but_not_the_group():
+    n_visits, rounds = 2, 2
     cohort = make_brain_cohort(
-        120, n_nodes=24, n_planted=n_planted, k=k, n_visits=n_visits, random_state=5
-    )
-    planted = np.zeros(24, dtype=bool)
-    planted[cohort.planted_nodes] = True
-    # Affected nodes are planted nodes.
-    assert not cohort.affected[:, ~planted].any()
-    counts = cohort.affected.sum(axis=1)
+        40, n_nodes=24, n_frames=16, n_rounds=rounds, n_visits=n_visits,
+        n_planted=4, random_state=5,
+    )  # fmt: skip
+    act = cohort.activations
+    planted = cohort.planted_nodes
+    others = np.setdiff1d(np.arange(24), planted)
+    assert not act[:, :, others].any()
+    p = planted.size
+    sub = act[:, :, planted].astype(int)  # (rows, frames, p)
+    # Every planted node activates n_rounds * (p - 1) times per visit, every
+    # pair co-activates n_rounds * (p - 2) times, in both classes.
+    np.testing.assert_array_equal(sub.sum(axis=1), rounds * (p - 1))
+    pairs = np.einsum("rfi,rfj->rij", sub, sub)
+    off = ~np.eye(p, dtype=bool)
+    np.testing.assert_array_equal(pairs[:, off], rounds * (p - 2))
+    # Only patients have frames where all of them are active.
+    joint = sub.all(axis=2).sum(axis=1)
     patients = cohort.target == 1
     assert 0 < patients.mean() < 1
-    assert (counts[patients] >= k).all() and (counts[~patients] < k).all()
-    # The whole range of counts occurs in each class.
-    assert set(counts[patients]) == set(range(k, n_planted + 1))
-    assert set(counts[~patients]) == set(range(k))
-    # Label and affected set are shared by a subject's visits.
-    affected = cohort.affected.reshape(120, n_visits, 24)
-    assert (affected == affected[:, :1]).all()
-    # Every planted node is affected in some controls and unaffected in some
-    # patients: none decides the label alone.
-    for node in cohort.planted_nodes:
-        assert cohort.affected[~patients, node].any()
-        assert not cohort.affected[patients, node].all()
+    np.testing.assert_array_equal(joint[patients], rounds * (p - 2))
+    np.testing.assert_array_equal(joint[~patients], 0)
+    # Visits draw their own frames.
+    frames = act.reshape(40, n_visits, 16, 24)
+    assert not (frames[:, 0] == frames[:, 1]).all(axis=(1, 2)).all()
 
 
-def test_shift_is_exactly_on_affected_nodes_and_not_in_connectivity():
-    """Same seed, effect_size 0 and 1.5: the draws are the same, only x moves."""
-    kwargs = {"n_nodes": 24, "n_visits": 2, "random_state": 7}
+def test_activation_is_a_bump_of_effect_size_and_not_in_connectivity():
+    """Same seed, effect_size 0 and 3: the draws are the same, only x moves."""
+    kwargs = {"n_nodes": 24, "n_frames": 8, "n_visits": 2, "random_state": 7}
     null = make_brain_cohort(30, effect_size=0.0, **kwargs)
-    shifted = make_brain_cohort(30, effect_size=1.5, **kwargs)
-    n = 24
-    np.testing.assert_array_equal(null.target, shifted.target)
-    np.testing.assert_array_equal(null.affected, shifted.affected)
-    np.testing.assert_array_equal(null.data[:, :-n], shifted.data[:, :-n])
-    np.testing.assert_allclose(
-        shifted.data[:, -n:], null.data[:, -n:] - 1.5 * shifted.affected, atol=1e-12
-    )
+    cohort = make_brain_cohort(30, effect_size=3.0, **kwargs)
+    n_edges = 24 * 23 // 2
+    np.testing.assert_array_equal(cohort.data[:, :n_edges], null.data[:, :n_edges])
+    np.testing.assert_array_equal(cohort.activations, null.activations)
+    shift = (cohort.data[:, n_edges:] - null.data[:, n_edges:]).reshape(60, 24, 8)
+    # Nothing moves in frames without an activation.
+    quiet = ~cohort.activations.any(axis=2)  # (rows, frames)
+    np.testing.assert_allclose(shift.transpose(0, 2, 1)[quiet], 0.0, atol=1e-12)
+    # A lone active node moves by exactly effect_size (its bump's peak).
+    lone = cohort.activations.sum(axis=2) == 1
+    r, f = np.nonzero(lone)
+    node = cohort.activations[r, f].argmax(axis=1)
+    np.testing.assert_allclose(shift[r, node, f], 3.0, atol=1e-12)
 
 
-def test_planted_shift_size_and_unit_variance(large_cohort):
-    cohort = large_cohort
-    _, x = _split(cohort)
-    planted = cohort.planted_nodes
-    patients = cohort.target == 1
-    # Expected count of affected nodes: (3 + 4 + 5 + 6) / 4 in patients and
-    # (0 + 1 + 2) / 3 in controls, out of 6.
-    expected = (4.5 - 1.0) / 6
-    mean_planted = x[:, planted].mean(axis=1)
-    diff = mean_planted[~patients].mean() - mean_planted[patients].mean()
-    assert abs(diff - expected) < 0.12
-    # Nodes outside S carry no shift; before the shift every node has unit
-    # variance and mean zero in both classes.
-    others = np.setdiff1d(np.arange(cohort.n_nodes), planted)
-    assert abs(x[patients][:, others].mean() - x[~patients][:, others].mean()) < 0.1
-    unshifted = x + cohort.affected
-    assert abs(unshifted.std(axis=0) - 1).max() < 0.15
-    assert abs(unshifted[:, planted].mean(axis=0)).max() < 0.15
-
-
-def test_single_node_separates_imperfectly_but_the_rule_does():
-    cohort = make_brain_cohort(400, n_nodes=24, effect_size=6.0, random_state=2)
+def test_no_node_pair_or_correlation_separates_but_the_group_does():
+    cohort = make_brain_cohort(400, n_nodes=24, random_state=2)
     _, x = _split(cohort)
     y = cohort.target
+    n, f = 24, cohort.n_node_features
+    x = x.reshape(-1, n, f)
     planted = cohort.planted_nodes
-    # A node is affected in 3/4 of patients and 1/6 of controls: AUC about
-    # 0.5 + (3/4 - 1/6) / 2 = 0.79, however large the shift.
-    aucs = [roc_auc_score(y, -x[:, i]) for i in planted]
-    assert 0.65 < min(aucs) and max(aucs) < 0.9
-    # The k-of-n rule on the same features recovers the label.
-    rule = (x[:, planted] < -3.0).sum(axis=1) >= 3
-    assert (rule == y).mean() > 0.95
-    # No edge carries the label.
-    matrices, _ = _split(cohort)
-    support = cohort.template > 0
-    edges_auc = [
-        roc_auc_score(y, matrices[:, i, j]) for i, j in zip(*np.nonzero(support))
-    ]
-    assert max(abs(np.array(edges_auc) - 0.5)) < 0.15
+    # Node means and variances: about chance.
+    for stat in (x.mean(axis=2), x.std(axis=2)):
+        aucs = [roc_auc_score(y, stat[:, i]) for i in planted]
+        assert max(abs(np.array(aucs) - 0.5)) < 0.1, aucs
+    # Correlations between planted regions (functional connectivity): chance.
+    z = x - x.mean(axis=2, keepdims=True)
+    z /= np.linalg.norm(z, axis=2, keepdims=True)
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        corr = (z[:, planted[i]] * z[:, planted[j]]).sum(axis=1)
+        assert abs(roc_auc_score(y, corr) - 0.5) < 0.1
+    # Their joint activation: the smallest of the three, per frame.
+    joint = x[:, planted].min(axis=1).max(axis=1)
+    assert roc_auc_score(y, joint) > 0.85
 
 
 def test_pairwise_effect_on_planted_edges_only():
-    kwargs = {"n_nodes": 24, "effect": "pairwise", "n_visits": 2, "random_state": 11}
+    kwargs = {
+        "n_nodes": 24,
+        "effect": "pairwise",
+        "n_planted": 6,
+        "n_visits": 2,
+        "random_state": 11,
+    }
     null = make_brain_cohort(60, effect_size=0.0, **kwargs)
     cohort = make_brain_cohort(60, effect_size=1.0, **kwargs)
     edges = cohort.planted_edges
@@ -224,46 +189,38 @@ def test_pairwise_effect_on_planted_edges_only():
     assert (cohort.template[edges[:, 0], edges[:, 1]] > 0).all()
     np.testing.assert_array_equal(cohort.planted_nodes, np.unique(edges))
     assert cohort.planted_min_hops == 1
-    assert not cohort.affected.any()
-
-    m_null, _ = _split(null)
-    m, _ = _split(cohort)
+    assert not cohort.activations.any()
+    m_null, x_null = _split(null)
+    m, x = _split(cohort)
     patients = cohort.target == 1
     assert 0 < patients.mean() < 1
-    rows, cols = edges.T
     ratio = np.ones_like(m)
     for i, j in edges:
         ratio[patients, i, j] = ratio[patients, j, i] = 2.0
     np.testing.assert_allclose(m, m_null * ratio)
-    # Seen statistically: planted edges are about twice as strong in patients,
-    # other edges are not.
+    rows, cols = edges.T
     log_m = np.log(m[:, rows, cols])
     gap = log_m[patients].mean(axis=0) - log_m[~patients].mean(axis=0)
     np.testing.assert_allclose(gap, np.log(2.0), atol=0.15)
 
 
-def test_none_has_no_planted_shift(large_cohort):
-    none = make_brain_cohort(600, n_nodes=24, effect="none", random_state=0)
-    higher = large_cohort
-    # The same planted nodes and labels as the higher-order cohort of the seed.
+def test_none_has_no_activation():
+    none = make_brain_cohort(50, n_nodes=24, effect="none", random_state=0)
+    higher = make_brain_cohort(50, n_nodes=24, random_state=0)
     np.testing.assert_array_equal(none.planted_nodes, higher.planted_nodes)
     np.testing.assert_array_equal(none.target, higher.target)
-    assert not none.affected.any() and none.planted_edges.shape == (0, 2)
-    _, x = _split(none)
-    mean_planted = x[:, none.planted_nodes].mean(axis=1)
-    patients = none.target == 1
-    assert abs(mean_planted[patients].mean() - mean_planted[~patients].mean()) < 0.15
+    assert not none.activations.any() and none.planted_edges.shape == (0, 2)
+    assert higher.activations.any()
 
 
 def test_groups_and_visits():
-    cohort = make_brain_cohort(5, n_nodes=20, n_planted=4, k=2, n_visits=3)
+    cohort = make_brain_cohort(5, n_nodes=20, n_visits=3)
     np.testing.assert_array_equal(cohort.groups, np.repeat(np.arange(5), 3))
     target = cohort.target.reshape(5, 3)
     assert (target == target[:, :1]).all()
-    # Each visit draws fresh noise.
     data = cohort.data.reshape(5, 3, -1)
     assert not np.isclose(data[:, 0], data[:, 1]).all(axis=1).any()
-    one = make_brain_cohort(5, n_nodes=20, n_planted=4, k=2, random_state=0)
+    one = make_brain_cohort(5, n_nodes=20, random_state=0)
     np.testing.assert_array_equal(one.groups, np.arange(5))
 
 
@@ -274,15 +231,16 @@ def test_groups_and_visits():
         ({"n_nodes": 9}, "n_nodes"),
         ({"n_nodes": 333}, "n_nodes"),
         ({"effect": "linear"}, "effect.*higher_order"),
-        ({"n_planted": 1}, "n_planted"),
+        ({"n_planted": 2}, "n_planted"),
         ({"n_planted": 26}, "n_planted=26 must be at most n_nodes // 4 = 25"),
-        ({"k": 1}, "'k'"),
-        ({"k": 7}, "k=7 must be at most n_planted=6"),
+        ({"n_frames": 0}, "n_frames"),
+        ({"n_frames": 5, "n_rounds": 2}, "n_frames=5 is too few.*8 frames"),
+        ({"n_rounds": 0}, "n_rounds"),
         ({"effect_size": -0.5}, "effect_size"),
         ({"n_visits": 0}, "n_visits"),
         ({"edge_noise": -1.0}, "edge_noise"),
         ({"knn": 0}, "knn"),
-        ({"n_nodes": 20, "n_planted": 4, "k": 2, "knn": 20}, "knn=20 must be at"),
+        ({"n_nodes": 20, "knn": 20}, "knn=20 must be at"),
         ({"heat_time": 0.0}, "heat_time"),
         ({"random_state": "seed"}, "random_state"),
     ],

@@ -34,33 +34,65 @@ def test_layout_is_nilearns(discard_diagonal):
         )
 
 
-@pytest.mark.parametrize("kind", ["correlation", "covariance", "partial correlation"])
-def test_time_series_agree_with_nilearn(kind):
-    connectome = pytest.importorskip("nilearn.connectome")
-    rng = np.random.RandomState(0)
+KINDS = ["correlation", "covariance", "partial correlation", "tangent", "precision"]
+
+
+def _series(seed=0, lengths=(60, 80, 70), n=5):
+    rng = np.random.RandomState(seed)
     # Lengths differ between subjects; regions are correlated.
-    series = [rng.normal(size=(t, 5)) @ rng.normal(size=(5, 5)) for t in (60, 80, 70)]
+    return [rng.normal(size=(t, n)) @ rng.normal(size=(n, n)) for t in lengths]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("discard_diagonal", [True, False])
+def test_time_series_equal_nilearns_connectivity_measure(kind, discard_diagonal):
+    connectome = pytest.importorskip("nilearn.connectome")
+    train, test = _series(0), _series(1, lengths=(50, 40))
+    # nilearn's defaults: Ledoit-Wolf covariance, standardised series.
+    theirs = connectome.ConnectivityMeasure(
+        kind=kind,
+        vectorize=True,
+        discard_diagonal=discard_diagonal,
+        standardize="zscore_sample",
+    )
+    ours = ConnectomeVectorizer(kind, discard_diagonal=discard_diagonal)
+    np.testing.assert_allclose(
+        ours.fit_transform(train), theirs.fit_transform(train), atol=1e-12
+    )
+    # transform uses what fit learned (the tangent space's group mean).
+    np.testing.assert_allclose(ours.transform(test), theirs.transform(test), atol=1e-12)
+    assert ours.transform(test).shape[1] == ours.n_features_out_
+
+
+def test_cov_estimator_and_standardize_reach_nilearn():
+    connectome = pytest.importorskip("nilearn.connectome")
+    series = _series(2)
     theirs = connectome.ConnectivityMeasure(
         cov_estimator=EmpiricalCovariance(),
-        kind=kind,
+        kind="covariance",
         vectorize=True,
         discard_diagonal=True,
         standardize=False,
     ).fit_transform(series)
-    ours = ConnectomeVectorizer(kind, cov_estimator=EmpiricalCovariance())
-    np.testing.assert_allclose(ours.fit_transform(series), theirs, atol=1e-10)
-    # None is the same empirical covariance, without an estimator object.
-    np.testing.assert_allclose(
-        ConnectomeVectorizer(kind).fit_transform(series), theirs, atol=1e-10
+    ours = ConnectomeVectorizer(
+        "covariance", cov_estimator=EmpiricalCovariance(), standardize=False
     )
+    np.testing.assert_allclose(ours.fit_transform(series), theirs, atol=1e-10)
+    # The empirical covariance itself, by hand.
+    centred = series[0] - series[0].mean(axis=0)
+    cov = centred.T @ centred / len(centred)
+    rows, cols = np.tril_indices(5, -1)
+    np.testing.assert_allclose(ours.transform(series[:1])[0], cov[rows, cols])
 
 
-def test_ledoit_wolf_estimator_is_used():
+def test_ledoit_wolf_is_the_default():
     rng = np.random.RandomState(0)
     series = [rng.normal(size=(8, 6)) for _ in range(3)]
-    plain = ConnectomeVectorizer("correlation").fit_transform(series)
-    shrunk = ConnectomeVectorizer("correlation", cov_estimator=LedoitWolf())
-    shrunk = shrunk.fit_transform(series)
+    plain = ConnectomeVectorizer("correlation", cov_estimator=EmpiricalCovariance())
+    plain = plain.fit_transform(series)
+    shrunk = ConnectomeVectorizer("correlation").fit_transform(series)
+    explicit = ConnectomeVectorizer("correlation", cov_estimator=LedoitWolf())
+    np.testing.assert_allclose(shrunk, explicit.fit_transform(series))
     # Shrinkage pulls correlations towards zero.
     assert np.abs(shrunk).sum() < np.abs(plain).sum()
 
@@ -101,7 +133,9 @@ def test_pipeline_from_matrices_to_muhl():
     y = np.repeat([0, 1], 20)
     A[y == 1, 1, 4] = A[y == 1, 4, 1] = 2.0
     pipe = make_pipeline(
-        ConnectomeVectorizer(), MuHLClassifier(max_iter=40, random_state=0)
+        ConnectomeVectorizer(),
+        # 40 subjects: no validation part held out for early stopping.
+        MuHLClassifier(max_iter=40, early_stopping=False, random_state=0),
     )
     assert pipe.fit(A, y).score(A, y) > 0.9
     assert pipe[-1].n_nodes_ == 6 and pipe[-1].layout_ == "connectome"
@@ -178,6 +212,19 @@ def test_bad_time_series_get_clear_errors():
         ConnectomeVectorizer("correlation").fit([flat])
     short = rng.normal(size=(3, 6))
     with pytest.raises(ValueError, match="singular"):
-        ConnectomeVectorizer("partial correlation").fit([short])
+        ConnectomeVectorizer(
+            "partial correlation", cov_estimator=EmpiricalCovariance()
+        ).fit([short])
+    # Ledoit-Wolf (the default) regularises it.
+    assert np.isfinite(ConnectomeVectorizer("precision").fit_transform([short])).all()
     with pytest.raises(ValueError, match="different region counts"):
         ConnectomeVectorizer("covariance").fit([flat, rng.normal(size=(30, 5))])
+    with pytest.raises(ValueError, match="fit needs at least 2 subjects; got 1"):
+        ConnectomeVectorizer("tangent").fit([rng.normal(size=(30, 4))])
+    good = [rng.normal(size=(30, 4)) for _ in range(2)]
+    with pytest.raises(ValueError, match="fitted on 4"):
+        ConnectomeVectorizer("tangent").fit(good).transform([rng.normal(size=(30, 5))])
+    series = [rng.normal(size=(30, 4)) for _ in range(2)]
+    before = series[0].copy()
+    ConnectomeVectorizer("tangent").fit_transform(series)
+    np.testing.assert_array_equal(series[0], before)

@@ -27,15 +27,16 @@ Synthetic brain-network cohort (make_brain_cohort)
 --------------------------------------------------
 
 Each row is one visit of one subject: the vectorised lower triangle (nilearn's
-layout, diagonal discarded) of a weighted brain network, then one signal value
-per node. The networks are noisy copies, template * exp(edge_noise * E), of a
+layout, diagonal discarded) of a weighted brain network, then n_frames signal
+values per node. The networks are noisy copies, template * exp(edge_noise * E), of a
 sparsified template: the mean log1p connectome of 32 mice (Wang et al. 2020)
 restricted to its n_nodes strongest regions. The node signals are heat-kernel
-diffusions of white noise on each visit's network, scaled to unit variance.
-effect="higher_order": subjects are patients (y=1) when at least k of n_planted
-far-apart planted regions are affected, controls when fewer are; an affected
-region's signal is lowered by effect_size. effect="pairwise": n_planted // 2
-planted edges are (1 + effect_size) times stronger in patients.
+diffusions of white noise on each visit's network (n_frames frames per node),
+scaled to unit variance.
+effect="higher_order": only patients have frames where all n_planted far-apart
+planted regions activate together; controls have as many activations of each
+planted region, and of each pair, but never of all at once. effect="pairwise":
+n_planted // 2 planted edges are (1 + effect_size) times stronger in patients.
 effect="none": the labels are noise.
 """
 
@@ -100,7 +101,9 @@ def _diffused_signals(adjacency, heat_time, z):
     """Unit-variance heat-kernel signals ``K z / sqrt(diag(K K^T))``, per visit.
 
     ``K = expm(-heat_time * L)`` with ``L`` the symmetric normalised Laplacian
-    of each adjacency matrix of the stack (an isolated node has ``L_ii = 1``).
+    of each adjacency matrix of the stack (an isolated node has ``L_ii = 1``);
+    ``z`` has shape (n_visits, n_nodes, n_frames). Returns the signals, of
+    the shape of ``z``, and the kernels (n_visits, n_nodes, n_nodes).
     """
     n_nodes = adjacency.shape[-1]
     degree = adjacency.sum(axis=-1)
@@ -113,12 +116,36 @@ def _diffused_signals(adjacency, heat_time, z):
     # 10-100x when another process holds a core.
     with threadpool_limits(limits=1, user_api="blas"):
         eigval, eigvec = np.linalg.eigh(laplacian)
-    decay = np.exp(-heat_time * eigval)
-    # K z = V (exp(-t lambda) * V^T z); diag(K K^T) = (V ** 2) exp(-2 t lambda).
-    coef = decay * np.einsum("rji,rj->ri", eigvec, z)
-    signal = np.einsum("rij,rj->ri", eigvec, coef)
-    variance = np.einsum("rij,rj->ri", eigvec**2, decay**2)
-    return signal / np.sqrt(variance)
+        decay = np.exp(-heat_time * eigval)
+        kernel = np.einsum("rij,rj,rkj->rik", eigvec, decay, eigvec)
+        signal = kernel @ z
+    std = np.sqrt(np.einsum("rij,rij->ri", kernel, kernel))
+    return signal / std[:, :, None], kernel
+
+
+def _event_frames(labels, n_planted, n_rounds, n_frames, rng):
+    """Which planted nodes co-activate at which frame, per visit.
+
+    Per round, a patient has ``n_planted - 2`` frames where every planted
+    node activates and ``n_planted`` frames where one does, a control
+    ``n_planted`` frames where all but one do. Both give every planted node
+    ``n_planted - 1`` activations and every pair ``n_planted - 2``
+    co-activations per round; only patients have frames where all of them
+    are active together. Returns a bool array (n_visits, n_frames,
+    n_planted), the frames drawn uniformly without replacement.
+    """
+    p = n_planted
+    joint = np.ones((p - 2, p), dtype=bool)
+    singles = np.eye(p, dtype=bool)
+    all_but_one = ~np.eye(p, dtype=bool)
+    patient = np.concatenate([joint, singles] * n_rounds)
+    control = np.concatenate([all_but_one] * n_rounds)
+    out = np.zeros((labels.size, n_frames, p), dtype=bool)
+    for r, label in enumerate(labels):
+        events = patient if label == 1 else control
+        frames = rng.permutation(n_frames)[: events.shape[0]]
+        out[r, frames] = events
+    return out
 
 
 @validate_params(
@@ -126,8 +153,9 @@ def _diffused_signals(adjacency, heat_time, z):
         "n_subjects": [Interval(Integral, 2, None, closed="left")],
         "n_nodes": [Interval(Integral, 10, _N_ATLAS_NODES, closed="both")],
         "effect": [StrOptions(set(_EFFECTS))],
-        "n_planted": [Interval(Integral, 2, None, closed="left")],
-        "k": [Interval(Integral, 2, None, closed="left")],
+        "n_planted": [Interval(Integral, 3, None, closed="left")],
+        "n_frames": [Interval(Integral, 1, None, closed="left")],
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "effect_size": [Interval(Real, 0, None, closed="left")],
         "n_visits": [Interval(Integral, 1, None, closed="left")],
         "edge_noise": [Interval(Real, 0, None, closed="left")],
@@ -142,9 +170,10 @@ def make_brain_cohort(
     *,
     n_nodes=100,
     effect="higher_order",
-    n_planted=6,
-    k=3,
-    effect_size=1.0,
+    n_planted=3,
+    n_frames=12,
+    n_rounds=1,
+    effect_size=3.0,
     n_visits=1,
     edge_noise=0.25,
     knn=8,
@@ -156,8 +185,8 @@ def make_brain_cohort(
     A benchmark for brain-network classifiers, in particular those that model
     higher-order interactions between regions, such as multi-scale hypergraph
     learning (MuHL) [2]_. Every visit is one row: a weighted network on a
-    realistic connectome template, followed by one signal value per node.
-    In the order of the random draws:
+    realistic connectome template, followed by ``n_frames`` signal values
+    (time frames) per node. In the order of the random draws:
 
     1. Template (no random draw): the mean of ``log1p`` of the 32 mouse
        connectomes of :func:`~sklearn_ext.datasets.load_mice_connectomes` [1]_,
@@ -173,21 +202,23 @@ def make_brain_cohort(
        ``n_planted // 2`` distinct support edges drawn uniformly, and ``S`` is
        the set of their ends.
     3. Labels: each subject is a patient (``y = 1``) with probability 1/2.
-    4. ``effect="higher_order"``: each subject gets a count ``c``, uniform on
-       ``{k, ..., n_planted}`` for patients and on ``{0, ..., k - 1}`` for
-       controls, and an affected set, a uniformly random ``c``-subset of ``S``
-       shared by all the subject's visits.
-    5. Visits: every visit draws its own noise. The adjacency is
+    4. Visits: every visit draws its own noise. The adjacency is
        ``A = template * exp(edge_noise * E)`` on the support, with ``E``
        symmetric and standard normal, and zero elsewhere; with
        ``effect="pairwise"`` the planted edges of patients are multiplied by
-       ``1 + effect_size``. The node signal is ``x = K z / sqrt(diag(K K^T))``
-       with ``z ~ N(0, I)`` and ``K = expm(-heat_time * L)``, the heat kernel
-       of the symmetric normalised Laplacian ``L`` of ``A``: spatially smooth
-       noise with unit variance at every node. With
-       ``effect="higher_order"``, ``x_i`` is then lowered by ``effect_size`` at
-       every affected node ``i``; after the diffusion, the shift stays on the
-       node.
+       ``1 + effect_size``. The node signals are ``n_frames`` frames
+       ``x = K z / sqrt(diag(K K^T))``, ``z ~ N(0, I)`` drawn per frame and
+       ``K = expm(-heat_time * L)`` the heat kernel of the symmetric
+       normalised Laplacian ``L`` of ``A``: spatially smooth noise with unit
+       variance at every node.
+    5. ``effect="higher_order"``: co-activations. In each of ``n_rounds``
+       rounds a patient has ``n_planted - 2`` frames where all the planted
+       nodes activate together and ``n_planted`` frames where a single one
+       does; a control has ``n_planted`` frames where all planted nodes but
+       one activate together (the frames drawn uniformly without
+       replacement, per visit). An activation of node ``i`` adds
+       ``effect_size * K[:, i] / K[i, i]`` to the frame: ``effect_size`` at
+       ``i``, spreading into its neighbourhood.
 
     Parameters
     ----------
@@ -196,21 +227,23 @@ def make_brain_cohort(
     n_nodes : int, default=100
         Number of brain regions kept from the 332 of the atlas, from 10 to 332.
     effect : {"higher_order", "pairwise", "none"}, default="higher_order"
-        What carries the label: a ``k``-of-``n_planted`` rule over node
-        signals, single edges, or nothing.
-    n_planted : int, default=6
+        What carries the label: the joint co-activation of the planted nodes,
+        single edges, or nothing.
+    n_planted : int, default=3
         Number of planted nodes ``S`` (``"higher_order"``, ``"none"``), or twice
-        the number of planted edges (``"pairwise"``); from ``k`` to
+        the number of planted edges (``"pairwise"``); from 3 to
         ``n_nodes // 4``.
-    k : int, default=3
-        Threshold of the rule: patients have at least ``k`` affected planted
-        nodes, controls fewer. At least 2, so that no single node decides.
-    effect_size : float, default=1.0
-        Shift of an affected node's signal (signals have unit variance), or
-        the relative increase of a planted edge's weight; at least 0.
+    n_frames : int, default=12
+        Signal frames per node (the node features of a row); at least
+        ``n_rounds * (2 * n_planted - 2)`` for ``effect="higher_order"``.
+    n_rounds : int, default=1
+        Rounds of co-activation frames per visit (``"higher_order"``).
+    effect_size : float, default=3.0
+        Peak of an activation (signals have unit variance), or the relative
+        increase of a planted edge's weight; at least 0.
     n_visits : int, default=1
-        Rows per subject: repeated visits with the same label and affected
-        set but fresh noise; at least 1.
+        Rows per subject: repeated visits with the same label but fresh
+        noise and frames; at least 1.
     edge_noise : float, default=0.25
         Standard deviation of the log-normal noise of the edge weights, at
         least 0.
@@ -229,52 +262,50 @@ def make_brain_cohort(
         With the fields:
 
         - ``data``: ndarray of shape (n_subjects * n_visits,
-          n_nodes * (n_nodes - 1) // 2 + n_nodes), float64: the lower triangle
-          of ``A`` row by row (diagonal discarded), then the node signals,
-          node 0 first. Rows go subject by subject, visits consecutive.
+          n_nodes * (n_nodes - 1) // 2 + n_nodes * n_frames), float64: the
+          lower triangle of ``A`` row by row (diagonal discarded), then the
+          node signals, node by node (node 0's ``n_frames`` frames first).
+          Rows go subject by subject, visits consecutive.
         - ``target``: ndarray of shape (n_subjects * n_visits,), int, 0 or 1.
         - ``groups``: ndarray of shape (n_subjects * n_visits,), int, the
           subject of each row (for grouped cross-validation).
         - ``planted_nodes``: ndarray of shape (n_planted,) (``"pairwise"``: up
           to ``2 * (n_planted // 2)``), int, sorted. With ``effect="none"``,
-          the nodes a higher-order effect would use; nothing is shifted.
+          the nodes a higher-order effect would use; nothing is activated.
         - ``planted_edges``: ndarray of shape (n_planted // 2, 2), int, node
           pairs ``i < j`` in increasing order (``"pairwise"``); shape (0, 2)
           otherwise.
         - ``planted_min_hops``: int, the smallest hop distance on the
           support graph between two planted nodes (``n_nodes`` when they lie
           in different components).
-        - ``affected``: ndarray of shape (n_subjects * n_visits, n_nodes),
-          bool, the nodes whose signal was shifted in each row.
+        - ``activations``: ndarray of shape (n_subjects * n_visits, n_frames,
+          n_nodes), bool, the nodes activated at each frame of each row.
         - ``template``: ndarray of shape (n_nodes, n_nodes), the template.
         - ``node_names``: ndarray of shape (n_nodes,), str, atlas names of the
           kept nodes.
         - ``nodes``: ndarray of shape (n_nodes,), int, indices of the kept
           nodes among the 332 of the atlas.
-        - ``n_nodes``, ``n_node_features`` (1) and ``discard_diagonal``
-          (True): the layout of ``data``.
+        - ``n_nodes``, ``n_node_features`` (``n_frames``) and
+          ``discard_diagonal`` (True): the layout of ``data``.
         - ``DESCR``: a description of the model.
 
     Notes
     -----
-    With ``effect="higher_order"`` the label is a property of a set of
-    regions, not of any edge or any single region. The networks have the
-    same distribution in both classes, so no edge carries the label. Each
-    planted region is affected in some controls (those with up to ``k - 1``
-    affected regions) and unaffected in some patients (those with fewer than
-    ``n_planted`` of them): with the defaults it is affected in 3/4 of
-    patients and 1/6 of controls, so a single region separates the classes
-    only partly, however large ``effect_size`` is. Only the count of affected
-    regions over ``S``, a ``k``-of-``n_planted`` rule, decides the label,
-    and as the planted regions are spread apart on the network (no two of
-    them share an edge at the defaults), a model must relate distant regions
-    jointly, as a hyperedge does [2]_. ``effect="pairwise"``
-    is the contrasting case of a classical edge-wise effect, and
+    With ``effect="higher_order"`` the label is a property of the planted
+    set as a whole, not of any region or connection, nor of any pair of
+    regions: every planted region activates equally often in both classes,
+    and every pair of planted regions co-activates equally often, so the
+    node means and variances and the correlations between regions (the
+    functional connectivity) have the same distribution in patients and
+    controls (up to noise), as have the networks. Only patients have frames
+    where all the planted regions are active together: a third- (or
+    higher-) order moment. As the planted regions are spread apart on the
+    network (no two share an edge at the defaults), a model must read a
+    group of distant regions jointly, frame by frame, as a hyperedge does
+    [2]_; a linear model on the node signals, on the connections or on the
+    correlations between regions sits at chance. ``effect="pairwise"`` is
+    the contrasting case of a classical edge-wise effect, and
     ``effect="none"`` a null benchmark.
-
-    With the defaults (``n_nodes=100``, ``knn=8``) the support graph has a
-    diameter of 4 hops and no 6 nodes are pairwise 3 or more hops apart, so
-    ``planted_min_hops`` is 2; a sparser support (``knn=3``) usually gives 3.
 
     References
     ----------
@@ -290,15 +321,11 @@ def make_brain_cohort(
     Examples
     --------
     >>> from sklearn_ext.datasets import make_brain_cohort
-    >>> cohort = make_brain_cohort(
-    ...     20, n_nodes=40, n_planted=4, k=2, n_visits=2, random_state=0
-    ... )
+    >>> cohort = make_brain_cohort(20, n_nodes=40, n_visits=2, random_state=0)
     >>> cohort.data.shape, cohort.groups[:4].tolist()
-    ((40, 820), [0, 0, 1, 1])
-    >>> patients = cohort.target == 1
-    >>> bool((cohort.affected[patients].sum(axis=1) >= 2).all())
-    True
-    >>> bool((cohort.affected[~patients].sum(axis=1) < 2).all())
+    ((40, 1260), [0, 0, 1, 1])
+    >>> joint = cohort.activations[:, :, cohort.planted_nodes].all(axis=2)
+    >>> bool((joint.any(axis=1) == (cohort.target == 1)).all())
     True
     """
     if knn > n_nodes - 1:
@@ -311,10 +338,12 @@ def make_brain_cohort(
             f"n_planted={n_planted} must be at most n_nodes // 4 = {n_nodes // 4} "
             f"for n_nodes={n_nodes}, so that the planted nodes can lie far apart."
         )
-    if k > n_planted:
+    needed = n_rounds * (2 * n_planted - 2)
+    if effect == "higher_order" and n_frames < needed:
         raise ValueError(
-            f"k={k} must be at most n_planted={n_planted}: patients have at least "
-            "k affected planted nodes."
+            f"n_frames={n_frames} is too few: {n_rounds} round(s) of co-activations "
+            f"of {n_planted} planted nodes take n_rounds * (2 * n_planted - 2) = "
+            f"{needed} frames."
         )
     rng = check_random_state(random_state)
 
@@ -339,21 +368,11 @@ def make_brain_cohort(
     # 3. Labels.
     labels = rng.randint(2, size=n_subjects)
 
-    # 4. Affected sets (higher-order rule).
-    subject_affected = np.zeros((n_subjects, n_nodes), dtype=bool)
-    if effect == "higher_order":
-        low = np.where(labels == 1, k, 0)
-        high = np.where(labels == 1, n_planted + 1, k)
-        counts = rng.randint(low, high)
-        # A uniformly random c-subset: the c smallest of n_planted uniform keys.
-        ranks = np.argsort(np.argsort(rng.uniform(size=(n_subjects, n_planted))))
-        subject_affected[:, planted_nodes] = ranks < counts[:, None]
-
-    # 5. Visits.
+    # 4-5. Visits.
     n_rows = n_subjects * n_visits
     groups = np.repeat(np.arange(n_subjects, dtype=np.int64), n_visits)
     target = labels[groups].astype(np.int64)
-    affected = subject_affected[groups]
+    activations = np.zeros((n_rows, n_frames, n_nodes), dtype=bool)
     base = template[rows_up, cols_up]
     # Positions of the planted edges among the support edges (pairwise effect).
     edge_pos = np.flatnonzero(
@@ -361,7 +380,7 @@ def make_brain_cohort(
     )
 
     n_edge_cols = n_nodes * (n_nodes - 1) // 2
-    data = np.empty((n_rows, n_edge_cols + n_nodes))
+    data = np.empty((n_rows, n_edge_cols + n_nodes * n_frames))
     for start in range(0, n_rows, _CHUNK_ROWS):
         stop = min(start + _CHUNK_ROWS, n_rows)
         noise = rng.standard_normal(size=(stop - start, rows_up.size))
@@ -370,12 +389,22 @@ def make_brain_cohort(
         adjacency = np.zeros((stop - start, n_nodes, n_nodes))
         adjacency[:, rows_up, cols_up] = weights
         adjacency[:, cols_up, rows_up] = weights
-        z = rng.standard_normal(size=(stop - start, n_nodes))
-        signal = _diffused_signals(adjacency, heat_time, z)
-        signal -= effect_size * affected[start:stop]
-        # 6. The row: nilearn's lower-triangle layout, then the node signals.
+        z = rng.standard_normal(size=(stop - start, n_nodes, n_frames))
+        signal, kernel = _diffused_signals(adjacency, heat_time, z)
+        if effect == "higher_order":
+            events = _event_frames(
+                target[start:stop], n_planted, n_rounds, n_frames, rng
+            )
+            activations[start:stop][:, :, planted_nodes] = events
+            # Bumps K[:, i] / K[i, i] of height effect_size at each active node.
+            bumps = (
+                kernel[:, :, planted_nodes]
+                / np.diagonal(kernel, axis1=1, axis2=2)[:, None, planted_nodes]
+            )
+            signal += effect_size * np.einsum("rnp,rfp->rnf", bumps, events)
+        # The row: nilearn's lower-triangle layout, then the node signals.
         data[start:stop, :n_edge_cols] = matrices_to_vec(adjacency)
-        data[start:stop, n_edge_cols:] = signal
+        data[start:stop, n_edge_cols:] = signal.reshape(stop - start, -1)
 
     return Bunch(
         data=data,
@@ -384,12 +413,12 @@ def make_brain_cohort(
         planted_nodes=planted_nodes.astype(np.int64),
         planted_edges=planted_edges,
         planted_min_hops=planted_min_hops,
-        affected=affected,
+        activations=activations,
         template=template,
         node_names=node_names,
         nodes=nodes.astype(np.int64),
         n_nodes=int(n_nodes),
-        n_node_features=1,
+        n_node_features=int(n_frames),
         discard_diagonal=True,
         DESCR=_DESCR,
     )

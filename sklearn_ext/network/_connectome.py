@@ -8,6 +8,7 @@ the datasets, in :mod:`sklearn_ext.utils._connectivity`.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import math
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -173,6 +174,29 @@ def _as_subject_list(X, what):
     return out
 
 
+def _nilearn_connectome(kind):
+    """nilearn.connectome, or an ImportError naming what needs it."""
+    try:
+        from nilearn import connectome
+    except ImportError as exc:  # pragma: no cover - nilearn is a test dependency
+        raise ImportError(
+            f"ConnectomeVectorizer(kind={kind!r}) estimates connectivity from time "
+            "series with nilearn's ConnectivityMeasure; install nilearn "
+            "(`pip install nilearn`, or the `network` extra of sklearn_ext). "
+            "kind='matrices' (matrices already estimated) needs no nilearn."
+        ) from exc
+    return connectome
+
+
+_SERIES_KINDS = (
+    "correlation",
+    "covariance",
+    "partial correlation",
+    "tangent",
+    "precision",
+)
+
+
 class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
     """Turn brain networks or regional time series into rows of connectivity.
 
@@ -183,22 +207,31 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
     (``kind="matrices"``: a 3-D array of shape (n_subjects, n_nodes,
     n_nodes), or a list of square arrays) or one time series per subject
     (a list of arrays of shape (n_timepoints, n_nodes), lengths may differ;
-    or a 3-D array), from which the covariance, correlation or partial
-    correlation matrix is estimated.
+    or a 3-D array), from which nilearn's
+    :class:`~nilearn.connectome.ConnectivityMeasure` estimates the
+    connectivity of the given ``kind`` (nilearn is then required).
 
     Parameters
     ----------
-    kind : {"matrices", "correlation", "covariance", "partial correlation"}, \
-            default="matrices"
-        What the input holds and, for time series, which matrix to estimate.
+    kind : {"matrices", "correlation", "covariance", "partial correlation", \
+            "tangent", "precision"}, default="matrices"
+        What the input holds and, for time series, which connectivity
+        nilearn estimates. ``"tangent"`` learns the group mean of the
+        training subjects' covariances in ``fit`` (so fit it inside the
+        cross-validation folds, e.g. in a Pipeline).
     discard_diagonal : bool, default=True
         Leave out the diagonal (``n (n - 1) / 2`` columns). When kept
         (``n (n + 1) / 2`` columns) it is divided by sqrt(2), as nilearn does.
     cov_estimator : estimator or None, default=None
-        A scikit-learn covariance estimator (e.g.
-        :class:`~sklearn.covariance.LedoitWolf`, nilearn's default) fitted
-        on each subject's time series; None is the empirical covariance.
-        Unused for ``kind="matrices"``.
+        The scikit-learn covariance estimator fitted on each subject's time
+        series; None is nilearn's default,
+        ``LedoitWolf(store_precision=False)``. Unused for
+        ``kind="matrices"``.
+    standardize : bool or "zscore_sample", default="zscore_sample"
+        How nilearn standardises each time series before the estimation
+        (``"zscore_sample"``: by the sample standard deviation, what
+        nilearn's default ``True`` becomes in nilearn 0.14); unused for
+        ``kind="matrices"``.
     symmetry_tol : float, default=1e-8
         Largest ``|M - M.T|`` allowed, relative to ``max |M|``, for
         ``kind="matrices"``; an asymmetric matrix raises a ValueError.
@@ -209,6 +242,16 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
         Nodes of the networks seen in ``fit``; ``transform`` requires the same.
     n_features_out_ : int
         Columns of the output.
+    mean_ : ndarray of shape (n_nodes, n_nodes)
+        Time-series kinds only: the fitting subjects' mean connectivity, as
+        nilearn's ``ConnectivityMeasure.mean_`` (for ``kind="tangent"`` the
+        geometric mean of their covariances, the point of tangency).
+    whitening_ : ndarray of shape (n_nodes, n_nodes) or None
+        Time-series kinds only: ``mean_ ** -1/2`` for ``kind="tangent"``,
+        None otherwise. The fitted state is kept as these arrays, not as a
+        nilearn object, so that a saved vectorizer holds only arrays (skops
+        loads it trusting sklearn_ext's types alone); ``transform`` rebuilds
+        nilearn's estimator from them.
 
     See Also
     --------
@@ -216,11 +259,14 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
 
     Notes
     -----
-    The vectorizer learns nothing but the node count, so ``fit_transform``
-    on all subjects leaks nothing across cross-validation folds. Input arrays
-    are not modified. A 2-D array is not accepted: it is ambiguous between
-    one subject's time series and rows already vectorised (which need no
-    vectorizer).
+    Except for ``kind="tangent"``, the vectorizer learns nothing but the
+    node count, so ``fit_transform`` on all subjects leaks nothing across
+    cross-validation folds. Input arrays are not modified. A 2-D array is
+    not accepted: it is ambiguous between one subject's time series and rows
+    already vectorised (which need no vectorizer). Before nilearn sees them,
+    the inputs are checked here (finite numbers, one parcellation, at least
+    2 time points, no constant region for the normalised kinds), so that a
+    mistake gets a ValueError naming the subject.
 
     References
     ----------
@@ -230,7 +276,7 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
     .. [2] Varoquaux, G., Baronnet, F., Kleinschmidt, A., Fillard, P. and
        Thirion, B. "Detection of brain functional-connectivity difference in
        post-stroke patients using group-level covariance modeling", MICCAI
-       2010 (the vectorised connectivity of nilearn's ConnectivityMeasure).
+       2010 (the tangent space of nilearn's ConnectivityMeasure).
 
     Examples
     --------
@@ -242,11 +288,10 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "kind": [
-            StrOptions({"matrices", "correlation", "covariance", "partial correlation"})
-        ],
+        "kind": [StrOptions({"matrices", *_SERIES_KINDS})],
         "discard_diagonal": ["boolean"],
         "cov_estimator": [None, HasMethods(["fit"])],
+        "standardize": ["boolean", StrOptions({"zscore_sample"})],
         "symmetry_tol": [Interval(Real, 0, None, closed="left")],
     }
 
@@ -256,8 +301,9 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
     )
     _bench_name = "muhl"
     _no_sample_weight = (
-        "the vectorizer learns nothing from the subjects but their node count, "
-        "so there is nothing to weigh"
+        "the vectorizer learns nothing from the subjects but their node count "
+        "(and, for kind='tangent', nilearn's unweighted group mean), so there "
+        "is nothing to weigh"
     )
 
     def __init__(
@@ -266,11 +312,13 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
         *,
         discard_diagonal=True,
         cov_estimator=None,
+        standardize="zscore_sample",
         symmetry_tol=1e-8,
     ):
         self.kind = kind
         self.discard_diagonal = discard_diagonal
         self.cov_estimator = cov_estimator
+        self.standardize = standardize
         self.symmetry_tol = symmetry_tol
 
     def __sklearn_tags__(self):
@@ -282,32 +330,34 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
 
     def _matrices(self, X):
         """The (n_subjects, n_nodes, n_nodes) matrices of X, checked."""
-        if self.kind == "matrices":
-            subjects = _as_subject_list(X, "square connectivity matrices")
-            for k, m in enumerate(subjects):
-                if m.shape[0] != m.shape[1]:
-                    raise ValueError(
-                        f"Subject {k} has a matrix of shape {m.shape}; "
-                        "kind='matrices' expects square (n_nodes, n_nodes) "
-                        "matrices. For time series set kind='correlation' (or "
-                        "'covariance', 'partial correlation')."
-                    )
-                scale = max(np.abs(m).max(), np.finfo(float).tiny)
-                gap = np.abs(m - m.T).max() / scale
-                if gap > self.symmetry_tol:
-                    raise ValueError(
-                        f"Subject {k} has an asymmetric matrix (max |M - M.T| / "
-                        f"max |M| = {gap:.3g} > symmetry_tol={self.symmetry_tol}); "
-                        "connectivity matrices must be symmetric (symmetrise "
-                        "directed networks, e.g. (M + M.T) / 2, first)."
-                    )
-            sizes = {m.shape[0] for m in subjects}
-            if len(sizes) > 1:
+        subjects = _as_subject_list(X, "square connectivity matrices")
+        for k, m in enumerate(subjects):
+            if m.shape[0] != m.shape[1]:
                 raise ValueError(
-                    f"The matrices have different node counts {sorted(sizes)}; all "
-                    "subjects must share one parcellation."
+                    f"Subject {k} has a matrix of shape {m.shape}; "
+                    "kind='matrices' expects square (n_nodes, n_nodes) "
+                    "matrices. For time series set kind='correlation' (or "
+                    "'covariance', 'partial correlation', 'tangent', 'precision')."
                 )
-            return np.stack([(m + m.T) / 2 for m in subjects])
+            scale = max(np.abs(m).max(), np.finfo(float).tiny)
+            gap = np.abs(m - m.T).max() / scale
+            if gap > self.symmetry_tol:
+                raise ValueError(
+                    f"Subject {k} has an asymmetric matrix (max |M - M.T| / "
+                    f"max |M| = {gap:.3g} > symmetry_tol={self.symmetry_tol}); "
+                    "connectivity matrices must be symmetric (symmetrise "
+                    "directed networks, e.g. (M + M.T) / 2, first)."
+                )
+        sizes = {m.shape[0] for m in subjects}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"The matrices have different node counts {sorted(sizes)}; all "
+                "subjects must share one parcellation."
+            )
+        return np.stack([(m + m.T) / 2 for m in subjects])
+
+    def _series(self, X):
+        """The subjects' time series, checked, as a list of 2-D arrays."""
         subjects = _as_subject_list(X, "time series of shape (n_timepoints, n_nodes)")
         sizes = {x.shape[1] for x in subjects}
         if len(sizes) > 1:
@@ -315,45 +365,68 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
                 f"The time series have different region counts {sorted(sizes)}; all "
                 "subjects must share one parcellation."
             )
-        return np.stack([self._estimate(k, x) for k, x in enumerate(subjects)])
+        for k, x in enumerate(subjects):
+            if x.shape[0] < 2:
+                raise ValueError(
+                    f"Subject {k} has {x.shape[0]} time point(s); at least 2 are "
+                    "needed to estimate a connectivity matrix."
+                )
+            constant = np.ptp(x, axis=0) == 0
+            if constant.any() and (self.kind != "covariance" or self.standardize):
+                raise ValueError(
+                    f"Subject {k}: region {int(np.flatnonzero(constant)[0])} has a "
+                    f"constant time series, so its {self.kind} is undefined (and "
+                    "it cannot be standardised)."
+                )
+        return subjects
 
-    def _estimate(self, k, series):
-        n_time, n_nodes = series.shape
-        if n_time < 2:
-            raise ValueError(
-                f"Subject {k} has {n_time} time point(s); at least 2 are needed to "
-                "estimate a connectivity matrix."
-            )
-        if self.cov_estimator is None:
-            centred = series - series.mean(axis=0)
-            cov = centred.T @ centred / n_time
-        else:
-            cov = clone(self.cov_estimator).fit(series).covariance_
-        std = np.sqrt(np.diag(cov))
-        if self.kind != "covariance" and np.any(std <= 0):
-            region = int(np.flatnonzero(std <= 0)[0])
-            raise ValueError(
-                f"Subject {k}: region {region} has a constant time series, so its "
-                f"{self.kind} is undefined."
-            )
-        if self.kind == "covariance":
-            return cov
-        if self.kind == "correlation":
-            corr = cov / np.outer(std, std)
-            np.fill_diagonal(corr, 1.0)
-            return corr
-        eigvals = np.linalg.eigvalsh(cov)
-        if eigvals[0] <= n_nodes * np.finfo(float).eps * eigvals[-1]:
-            raise ValueError(
-                f"Subject {k}: the covariance of {n_nodes} regions from {n_time} time "
-                "points is singular, so partial correlations are undefined; pass a "
-                "regularised cov_estimator such as sklearn.covariance.LedoitWolf()."
-            )
-        precision = np.linalg.inv(cov)
-        d = np.sqrt(np.diag(precision))
-        partial = -precision / np.outer(d, d)
-        np.fill_diagonal(partial, 1.0)
-        return partial
+    def _measure(self):
+        from sklearn.covariance import LedoitWolf
+
+        connectome = _nilearn_connectome(self.kind)
+        estimator = (
+            LedoitWolf(store_precision=False)
+            if self.cov_estimator is None
+            else clone(self.cov_estimator)
+        )
+        return connectome.ConnectivityMeasure(
+            cov_estimator=estimator,
+            kind=self.kind,
+            vectorize=True,
+            discard_diagonal=self.discard_diagonal,
+            standardize=self.standardize,
+        )
+
+    def _estimate(self, subjects, fitting):
+        message = (
+            f"nilearn could not estimate kind={self.kind!r} connectivity: a "
+            "covariance is singular (fewer time points than regions?), so it has "
+            "no inverse; pass a regularised cov_estimator such as "
+            "sklearn.covariance.LedoitWolf() (the default)."
+        )
+        try:
+            with (
+                np.errstate(invalid="ignore", divide="ignore"),
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                measure = self._measure()
+                if fitting:
+                    out = measure.fit_transform(subjects)
+                    self.mean_ = measure.mean_
+                    self.whitening_ = getattr(measure, "whitening_", None)
+                else:
+                    # nilearn's fitted state: the covariance estimator (refit
+                    # on every subject) and the group mean and whitening.
+                    measure.cov_estimator_ = clone(measure.cov_estimator)
+                    measure.mean_, measure.whitening_ = self.mean_, self.whitening_
+                    measure.n_features_in_ = self.n_nodes_
+                    out = measure.transform(subjects)
+        except np.linalg.LinAlgError as exc:
+            raise ValueError(message) from exc
+        if not np.isfinite(out).all():
+            raise ValueError(message)
+        return out
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -376,8 +449,18 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
         return self
 
     def _fit_transform(self, X):
-        matrices = self._matrices(X)
-        n_nodes = matrices.shape[-1]
+        if self.kind == "matrices":
+            matrices = self._matrices(X)
+            n_nodes = matrices.shape[-1]
+        else:
+            subjects = self._series(X)
+            n_nodes = subjects[0].shape[1]
+            if self.kind == "tangent" and len(subjects) < 2:
+                raise ValueError(
+                    "kind='tangent' measures each subject's deviation from the "
+                    "group mean, so fit needs at least 2 subjects; got "
+                    f"{len(subjects)}."
+                )
         if n_nodes < 2:
             raise ValueError(
                 f"The networks have {n_nodes} node; at least 2 are needed for a "
@@ -385,7 +468,9 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
             )
         self.n_nodes_ = n_nodes
         self.n_features_out_ = connectome_width(n_nodes, 0, self.discard_diagonal)
-        return matrices_to_vec(matrices, self.discard_diagonal)
+        if self.kind == "matrices":
+            return matrices_to_vec(matrices, self.discard_diagonal)
+        return self._estimate(subjects, fitting=True)
 
     def fit_transform(self, X, y=None):
         """Fit and vectorise X in one pass.
@@ -419,13 +504,16 @@ class ConnectomeVectorizer(TransformerMixin, BaseEstimator):
             One row per subject.
         """
         check_is_fitted(self)
-        matrices = self._matrices(X)
-        if matrices.shape[-1] != self.n_nodes_:
+        data = self._matrices(X) if self.kind == "matrices" else self._series(X)
+        n_nodes = data[0].shape[-1]
+        if n_nodes != self.n_nodes_:
             raise ValueError(
-                f"X has networks of {matrices.shape[-1]} nodes, but "
+                f"X has networks of {n_nodes} nodes, but "
                 f"ConnectomeVectorizer was fitted on {self.n_nodes_}."
             )
-        return matrices_to_vec(matrices, self.discard_diagonal)
+        if self.kind == "matrices":
+            return matrices_to_vec(data, self.discard_diagonal)
+        return self._estimate(data, fitting=False)
 
     def get_feature_names_out(self, input_features=None):
         """Get the names of the output columns: ``"edge_i_j"`` (``i >= j``).

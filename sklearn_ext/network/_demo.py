@@ -13,7 +13,7 @@ import numpy as np
 
 SECONDS = {
     "ConnectomeVectorizer": 1,
-    "MuHLClassifier": 6,
+    "MuHLClassifier": 5,
     "TGINEE": 4,
 }
 
@@ -56,10 +56,14 @@ def demo_ConnectomeVectorizer():
 def demo_MuHLClassifier():
     """Cohorts from mouse connectomes with a higher-order effect.
 
-    300 subjects of 60 regions; the baseline is a standardised logistic
-    regression on the rows (a cross-validated one scores no higher).
+    300 subjects of 60 regions, 12 signal frames per region; only patients
+    have frames where three far-apart regions activate together (each
+    region, and each pair, is as active in controls). The baseline is
+    logistic regression on the standardised rows with ``C`` chosen by
+    cross-validation (on node signals alone, or on functional connectivity,
+    it sits at chance too: see the user guide).
     """
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegressionCV
     from sklearn.model_selection import GroupShuffleSplit
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -74,14 +78,15 @@ def demo_MuHLClassifier():
         )
     )
     X, y = data.data, data.target
-    model = MuHLClassifier(n_node_features=1, random_state=0).fit(X[train], y[train])
-    base = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model = MuHLClassifier(n_node_features=data.n_node_features, random_state=0)
+    model.fit(X[train], y[train])
+    base = make_pipeline(StandardScaler(), LogisticRegressionCV(max_iter=2000))
     base.fit(X[train], y[train])
     return {
-        "data": "make_brain_cohort(300 subjects, 60 regions, k-of-n effect)",
+        "data": "make_brain_cohort(300 subjects, 60 regions, joint co-activation)",
         "metric": "held-out accuracy",
         "score": model.score(X[test], y[test]),
-        "baseline": "StandardScaler + LogisticRegression on the rows",
+        "baseline": "StandardScaler + LogisticRegressionCV on the rows",
         "baseline_score": base.score(X[test], y[test]),
         "greater_is_better": True,
     }
