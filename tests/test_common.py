@@ -424,7 +424,12 @@ def test_sample_weight_metadata_routing(estimator):
 
 
 def _named(value, names, n_features, param):
-    """A column parameter's positions rewritten as column names."""
+    """A column parameter's positions rewritten as column names.
+
+    A string (an option such as ``dyad_columns="auto"``) is kept as it is.
+    """
+    if isinstance(value, str):
+        return value
     if param == "views" and all(isinstance(v, (int, np.integer)) for v in value):
         edges = np.cumsum([0, *value])
         return [names[a:b] for a, b in zip(edges[:-1], edges[1:])]

@@ -5,6 +5,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import norm
 from sklearn.cluster import KMeans
@@ -189,10 +191,14 @@ def test_transform_returns_node_factors_and_names_unseen_nodes():
     assert_array_equal(model.transform(np.array([3, 0])), model.node_factors_[[3, 0]])
     with pytest.raises(ValueError, match="Node 99"):
         model.transform(np.array([99]))
+    # A dyad with an unseen node: zero factor term (covariates and intercepts
+    # alone), with a warning that names it; the other dyads are unchanged.
     X_new = X[:2].copy()
     X_new[0, 1] = 77
-    with pytest.raises(ValueError, match="Node 77 was not seen"):
-        model.predict(X_new)
+    with pytest.warns(UserWarning, match=r"1 node\(s\) of X were not seen.*node 77"):
+        eta = model.decision_function(X_new)
+    assert_allclose(eta[0], X_new[0, 2:] @ model.coef_.T + model.intercept_)
+    assert_allclose(eta[1], model.decision_function(X[1:2])[0])
 
 
 def test_grid_search_over_dyads_is_link_prediction():
@@ -380,7 +386,7 @@ def test_dataframe_column_names_and_string_node_ids():
 
     new = frame.iloc[:2].copy()
     new.loc[new.index[0], "dst"] = "stranger"
-    with pytest.raises(ValueError, match="Node 'stranger' was not seen during fit"):
+    with pytest.warns(UserWarning, match="node 'stranger'"):
         by_name.predict(new)
     with pytest.raises(ValueError, match="Node 3 was not seen"):
         by_name.transform([3])
@@ -440,7 +446,7 @@ def test_roc_auc_scoring_and_the_default_score_for_binary_edges():
 def test_node_id_columns_without_dyad_columns_warn():
     X, Y, _ = _network(n=30)
     with pytest.warns(UserWarning, match=r"Columns 0 and 1 of X look like node ids"):
-        TGINEE(device="cpu").fit(X, Y)
+        TGINEE(dyad_columns=None, device="cpu").fit(X, Y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         TGINEE(device="cpu").fit(X[:, 2:], Y)  # covariates only: no warning
@@ -625,3 +631,309 @@ def test_directed_cp_fits_an_exact_asymmetric_low_rank_tensor(structure):
     # The symmetric CP cannot: its residual is of the size of the data.
     undirected = _model(**kw).fit(X, Y)
     assert np.abs(undirected.predict(X) - Y).std() > 0.3 * Y.std()
+
+
+# ------------------------------------- scoring and cross-validation (issue 57)
+
+
+def _incomplete(n=40, hidden=0.2, seed=0):
+    """A network with symmetric unobserved entries, dyads in node order."""
+    A, C, truth = make_multilayer_network(
+        n, 3, 2, layer_correlation=0.3, random_state=seed
+    )
+    hide = np.random.RandomState(seed).rand(*A.shape) < hidden
+    A = np.where(hide | hide.transpose(0, 2, 1), np.nan, A)
+    X, Y = tensor_to_dyads(A, C, shuffle=False)
+    return X, Y, truth
+
+
+def test_observed_metrics_equal_the_complete_data_metrics_on_observed_entries():
+    from sklearn.metrics import accuracy_score, log_loss, r2_score
+
+    from sklearn_ext.network import (
+        observed_accuracy_score,
+        observed_log_loss,
+        observed_r2_score,
+        observed_roc_auc_score,
+    )
+
+    rng = np.random.RandomState(0)
+    Y = (rng.rand(200, 3) < 0.4).astype(float)
+    P = np.clip(0.3 * Y + 0.7 * rng.rand(200, 3), 1e-3, 1 - 1e-3)
+    w = rng.uniform(0.5, 2.0, 200)
+    # Complete y: scikit-learn's own metrics.
+    assert observed_roc_auc_score(Y, P) == pytest.approx(roc_auc_score(Y, P))
+    assert observed_log_loss(Y, P) == pytest.approx(log_loss(Y.ravel(), P.ravel()))
+    assert observed_accuracy_score(Y, P) == pytest.approx(
+        accuracy_score(Y.ravel(), P.ravel() >= 0.5)
+    )
+    assert observed_r2_score(Y, P) == pytest.approx(r2_score(Y, P))
+    # NaN entries: each metric on the observed entries only, the same numbers
+    # whatever the hidden entries' predictions.
+    Y_nan = np.where(rng.rand(200, 3) < 0.3, np.nan, Y)
+    seen = ~np.isnan(Y_nan)
+    P_other = np.where(seen, P, rng.rand(200, 3))
+    per_layer = [
+        roc_auc_score(Y[seen[:, k], k], P[seen[:, k], k], sample_weight=w[seen[:, k]])
+        for k in range(3)
+    ]
+    for preds in (P, P_other):
+        assert observed_roc_auc_score(Y_nan, preds, sample_weight=w) == pytest.approx(
+            np.mean(per_layer)
+        )
+        assert_allclose(
+            observed_roc_auc_score(Y_nan, preds, sample_weight=w, average=None),
+            per_layer,
+        )
+        ww = np.broadcast_to(w[:, None], Y.shape)[seen]
+        assert observed_log_loss(Y_nan, preds, sample_weight=w) == pytest.approx(
+            log_loss(Y[seen], P[seen], sample_weight=ww)
+        )
+        assert observed_roc_auc_score(Y_nan, preds, average="micro") == pytest.approx(
+            roc_auc_score(Y[seen], P[seen])
+        )
+        assert observed_accuracy_score(Y_nan, preds) == pytest.approx(
+            accuracy_score(Y[seen], P[seen] >= 0.5)
+        )
+    # A layer with one class among its observed entries is skipped.
+    Y_one = Y_nan.copy()
+    Y_one[:, 2] = np.where(seen[:, 2], 1.0, np.nan)
+    assert observed_roc_auc_score(Y_one, P, sample_weight=w) == pytest.approx(
+        np.mean(per_layer[:2])
+    )
+    with pytest.raises(ValueError, match="both classes"):
+        observed_roc_auc_score(np.ones((5, 2)), rng.rand(5, 2))
+    with pytest.raises(ValueError, match="binary edges"):
+        observed_roc_auc_score(Y_nan * 2, P)
+    with pytest.raises(ValueError, match="same shape"):
+        observed_log_loss(Y, P[:, :2])
+    with pytest.raises(ValueError, match="probabilities"):
+        observed_log_loss(Y, P * 3)
+
+
+def test_observed_scorer_makes_cross_val_score_finite_and_equals_score():
+    from sklearn.model_selection import cross_validate
+
+    from sklearn_ext.network import (
+        NodeKFold,
+        get_observed_scorer,
+        observed_accuracy_score,
+    )
+
+    X, Y, _ = _incomplete()
+    assert np.isnan(Y).mean() > 0.1
+    cv = NodeKFold(3, shuffle=True, random_state=0)
+    scoring = {
+        "plain": "roc_auc",
+        "auc": get_observed_scorer("roc_auc"),
+        "loss": get_observed_scorer("neg_log_loss"),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = cross_validate(_model(), X, Y, scoring=scoring, cv=cv)
+    assert np.isnan(result["test_plain"]).all()  # scikit-learn rejects NaN in y
+    assert np.isfinite(result["test_auc"]).all() and (result["test_auc"] > 0.6).all()
+    assert np.isfinite(result["test_loss"]).all() and (result["test_loss"] < 0).all()
+    # The default score and the scorers agree with the metrics on a fit.
+    train, test = next(cv.split(X, Y))
+    model = _model().fit(X[train], Y[train])
+    auc = get_observed_scorer("roc_auc")(model, X[test], Y[test])
+    assert auc == pytest.approx(result["test_auc"][0])
+    assert model.score(X[test], Y[test]) == pytest.approx(auc)
+    scorer = get_observed_scorer("accuracy")
+    assert scorer(model, X, Y) == observed_accuracy_score(Y, model.predict(X))
+    with pytest.raises(ValueError, match="scoring must be one of"):
+        get_observed_scorer("f1")
+
+
+def _check_folds(folds, X, Y, n_splits):
+    """Every node in each training fold; the test folds partition the dyads."""
+    observed = ~np.isnan(Y).all(1)
+    tested = np.concatenate([test for _, test in folds])
+    assert len(folds) == n_splits
+    assert len(np.unique(tested)) == len(tested)  # disjoint
+    for train, test in folds:
+        assert_array_equal(np.sort(np.r_[train, test]), np.arange(len(X)))
+        seen = np.unique(X[train][observed[train]][:, :2])
+        assert_array_equal(seen, np.unique(X[observed][:, :2]))
+    return set(tested.tolist())
+
+
+def test_node_k_fold_keeps_every_node_in_training_and_partitions_the_dyads():
+    from sklearn.model_selection import KFold
+
+    from sklearn_ext.network import NodeKFold
+
+    X, Y, _ = _incomplete(n=30)
+    Y[5] = np.nan  # a dyad without an observed entry is never tested
+    observed = ~np.isnan(Y).all(1)
+    # Plain KFold on dyads in node order leaves node 0 out of fold 0's training.
+    train, _ = next(KFold(5).split(X))
+    assert 0 not in X[train, :2]
+    for params in ({}, {"shuffle": True, "random_state": 3}):
+        cv = NodeKFold(5, **params)
+        assert cv.get_n_splits() == 5
+        tested = _check_folds(list(cv.split(X, Y)), X, Y, 5)
+        assert tested == set(np.flatnonzero(observed).tolist())
+    # Low degrees: a path 0-1-2-...-9 plus a pendant node 10 with one dyad.
+    path = np.array([[i, i + 1] for i in range(9)] + [[3, 10], [0, 2], [5, 7]])
+    folds = list(NodeKFold(3, shuffle=True, random_state=0).split(path))
+    tested = _check_folds(folds, path, np.zeros((len(path), 1)), 3)
+    # Rows (8, 9) and (3, 10) are the only dyads of nodes 9 and 10: never tested.
+    assert tested == set(range(len(path))) - {8, 9}
+    # String ids in named columns.
+    pd = pytest.importorskip("pandas")
+    names = np.array([f"n{i:02d}" for i in range(30)], dtype=object)
+    frame = pd.DataFrame(
+        {"x": X[:, 2], "a": names[X[:, 0].astype(int)], "b": names[X[:, 1].astype(int)]}
+    )
+    folds = list(NodeKFold(4, dyad_columns=("a", "b")).split(frame, Y))
+    assert _check_folds(folds, X, Y, 4) == set(np.flatnonzero(observed).tolist())
+    with pytest.raises(ValueError, match="n_splits"):
+        list(NodeKFold(1).split(X))
+    with pytest.raises(ValueError, match="names the column 'c'"):
+        list(NodeKFold(dyad_columns=("c", "b")).split(frame))
+    with pytest.raises(ValueError, match="non-negative integers"):
+        list(NodeKFold().split(np.c_[X[:, :1] - 1, X[:, 1:]]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_nodes=st.integers(3, 14),
+    density=st.floats(0.1, 1.0),
+    n_splits=st.integers(2, 5),
+    seed=st.integers(0, 10_000),
+    shuffle=st.booleans(),
+)
+def test_node_k_fold_covers_every_node_on_random_graphs(
+    n_nodes, density, n_splits, seed, shuffle
+):
+    from sklearn_ext.network import NodeKFold
+
+    rng = np.random.RandomState(seed)
+    pairs = np.array([(i, j) for i in range(n_nodes) for j in range(i + 1, n_nodes)])
+    pairs = pairs[rng.rand(len(pairs)) < density]
+    Y = np.where(rng.rand(len(pairs), 2) < 0.1, np.nan, 1.0)
+    observed = ~np.isnan(Y).all(1)
+    if observed.sum() < n_splits:
+        return
+    cv = NodeKFold(n_splits, shuffle=shuffle, random_state=seed)
+    folds = list(cv.split(pairs, Y))
+    tested = np.concatenate([test for _, test in folds])
+    assert len(np.unique(tested)) == len(tested)
+    assert observed[tested].all()
+    nodes = np.unique(pairs[observed])
+    for train, _ in folds:
+        assert_array_equal(np.unique(pairs[train][observed[train]]), nodes)
+    # Untested observed dyads: those of a node with a single observed dyad
+    # (only those from three folds on).
+    degree = np.bincount(pairs[observed].ravel(), minlength=n_nodes)
+    pendant = (degree[pairs] == 1).any(1) & observed
+    untested = np.setdiff1d(np.flatnonzero(observed), tested)
+    assert pendant[untested].all() or n_splits == 2
+    if n_splits >= 3:
+        assert_array_equal(untested, np.flatnonzero(pendant))
+
+
+def test_kfold_on_node_order_warns_and_node_k_fold_does_not():
+    from sklearn.model_selection import KFold, cross_val_score
+
+    from sklearn_ext.network import NodeKFold
+
+    X, Y, _ = _incomplete(n=30)
+    with pytest.warns(UserWarning, match="were not seen during fit"):
+        scores = cross_val_score(_model(), X, Y, cv=KFold(2))
+    assert np.isfinite(scores).all()  # scored from the covariates, not NaN
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*not seen during fit")
+        scores = cross_val_score(_model(), X, Y, cv=NodeKFold(2))
+    assert np.isfinite(scores).all()
+
+
+def test_dyad_columns_are_inferred_from_tensor_to_dyads_output():
+    A, C, truth = make_multilayer_network(40, 3, 2, random_state=0)
+    X, Y = tensor_to_dyads(A, C)
+    auto = TGINEE(2, device="cpu", random_state=0).fit(X, Y)
+    explicit = _model().fit(X, Y)
+    assert auto.dyad_columns_ == (0, 1)
+    assert auto.node_factors_.shape == (40, 2)
+    assert_allclose(auto.predict(X), explicit.predict(X))
+    assert_allclose(auto.coef_, explicit.coef_)
+    assert_allclose(auto.transform([0, 1]), explicit.transform([0, 1]))
+    # Without covariates too: TGINEE().fit(*tensor_to_dyads(A)).
+    only = TGINEE(2, device="cpu", random_state=0).fit(*tensor_to_dyads(A))
+    assert only.coef_.shape == (3, 0) and only.node_factors_.shape == (40, 2)
+    # Covariates that are not ids: no factors, no transform.
+    plain = TGINEE(device="cpu").fit(X[:, 2:], Y)
+    assert plain.dyad_columns_ is None
+    assert not hasattr(plain, "node_factors_") and not hasattr(plain, "transform")
+    # A self-pair or a repeated pair is not the tensor_to_dyads layout.
+    X_loop = X.copy()
+    X_loop[0, 1] = X_loop[0, 0]
+    assert TGINEE(device="cpu").fit(X_loop, Y).dyad_columns_ is None
+    # dyad_columns=None opts out even on tensor_to_dyads output.
+    with pytest.warns(UserWarning, match="look like node ids"):
+        none = TGINEE(dyad_columns=None, device="cpu").fit(X, Y)
+    assert none.dyad_columns_ is None and none.coef_.shape == (3, 4)
+
+
+def test_summary_reports_the_sandwich_inference():
+    from scipy.stats import norm as normal
+
+    from sklearn_ext.network import TGINEESummary
+
+    X, Y, _ = _network(n=40, rho=0.3)
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=["i", "j", "distance", "same_group"])
+    layers = pd.DataFrame(Y, columns=["friend", "advice", "work"])
+    model = _model(dyad_columns=("i", "j")).fit(frame, layers)
+    summary = model.summary(alpha=0.1)
+    assert isinstance(summary, TGINEESummary)
+    table = summary.table
+    assert list(table.index.get_level_values("layer")[:3]) == ["friend"] * 3
+    assert list(table.index.get_level_values("term")[:3]) == [
+        "distance",
+        "same_group",
+        "intercept",
+    ]
+    coef = np.c_[model.coef_, model.intercept_].ravel()
+    bse = np.c_[model.bse_, model.intercept_bse_].ravel()
+    assert_allclose(table["coef"], coef)
+    assert_allclose(table["std err"], bse)
+    # The sandwich errors are the square roots of covariance_'s diagonal.
+    assert_allclose(table["std err"] ** 2, np.diag(model.covariance_))
+    assert_allclose(table["z"], coef / bse)
+    assert_allclose(table["P>|z|"], 2 * normal.sf(np.abs(coef / bse)))
+    lo, hi = np.moveaxis(model.conf_int(0.1), -1, 0)
+    assert_allclose(table["[0.05"].to_numpy().reshape(3, 3)[:, :2], lo)
+    assert_allclose(table["0.95]"].to_numpy().reshape(3, 3)[:, :2], hi)
+    text = str(summary)
+    assert "friend: distance" in text and "robust (sandwich)" in text
+    assert "<table" in summary._repr_html_()
+    with pytest.raises(ValueError, match="alpha"):
+        model.summary(alpha=1.5)
+
+
+def test_summary_without_statsmodels_is_a_plain_text_table(monkeypatch):
+    import sys
+
+    X, Y, _ = _network(n=30)
+    model = _model().fit(X, Y)
+    with_sm = str(model.summary())
+    monkeypatch.setitem(sys.modules, "statsmodels.iolib.summary", None)
+    plain = model.summary()
+    text = str(plain)
+    assert text != with_sm
+    assert "layer 0: x2" in text and "P>|z|" in text
+    assert f"{model.coef_[0, 0]:.4f}" in text
+    assert plain._repr_html_().startswith("<pre>")
+
+
+def test_an_all_nan_layer_is_a_clear_error():
+    X, Y, _ = _network(n=20)
+    Y = Y.copy()
+    Y[:, 1] = np.nan
+    with pytest.raises(ValueError, match=r"Layers \[1\] of y have no observed entry"):
+        _model().fit(X, Y)
+    with pytest.raises(ValueError, match='link="logit" needs binary'):
+        _model().fit(X, np.where(np.isnan(Y), 0.0, Y) - 1)

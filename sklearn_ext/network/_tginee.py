@@ -16,6 +16,10 @@ from sklearn.utils.metaestimators import available_if
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.network._dyads import tensor_to_dyads
 from sklearn_ext.network._nodes import check_node_ids, encode_nodes, node_positions
+from sklearn_ext.network._tginee_selection import (
+    observed_r2_score,
+    observed_roc_auc_score,
+)
 from sklearn_ext.network._tginee_solver import moments, solve_tginee
 from sklearn_ext.utils._docstrings import fill_doc
 from sklearn_ext.utils._messages import warn
@@ -33,7 +37,10 @@ __all__ = ["TGINEE"]
 
 
 def _has_factors(estimator):
-    return estimator.dyad_columns is not None
+    if hasattr(estimator, "dyad_columns_"):  # fitted: whether it fitted factors
+        return estimator.dyad_columns_ is not None
+    # Unfitted: only explicit columns promise factors ("auto" decides in fit).
+    return estimator.dyad_columns is not None and estimator.dyad_columns != "auto"
 
 
 _BINARY_LINKS = ("logit", "probit", "cloglog")
@@ -66,6 +73,31 @@ def _id_like_columns(Z, max_columns=10):
             if np.unique(head[:, [a, b]], axis=0).shape[0] == n_rows:
                 return a, b
     return None
+
+
+def _dyad_layout(X):
+    """Whether columns 0 and 1 of ``X`` hold node ids as tensor_to_dyads writes them.
+
+    Both columns numeric, non-negative integers, at least three distinct ids,
+    no row pairs a node with itself, and every row a distinct pair: the
+    layout of :func:`~sklearn_ext.network.tensor_to_dyads` (whose first two
+    columns are ``i`` and ``j``).
+    """
+    if X.ndim != 2 or X.shape[1] < 2 or X.shape[0] < 3:
+        return False
+    head = X[:, :2]
+    if head.dtype.kind not in "iuf":
+        try:
+            head = head.astype(np.float64)
+        except (TypeError, ValueError):
+            return False
+    if not np.isfinite(head).all() or (head < 0).any():
+        return False
+    if (head != np.round(head)).any() or (head[:, 0] == head[:, 1]).any():
+        return False
+    if np.unique(head).size < 3:
+        return False
+    return np.unique(head, axis=0).shape[0] == len(head)
 
 
 @fill_doc
@@ -164,11 +196,18 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     n_components : int, default=2
         Rank ``R`` of the CP decomposition (ignored when ``dyad_columns`` is
         None).
-    dyad_columns : tuple of two int or str, or None, default=None
+    dyad_columns : "auto", tuple of two int or str, or None, default="auto"
         Columns of ``X`` holding the dyad's node ids: positions, or column
         names when ``X`` is a DataFrame. None fits a GEE regression on all
-        columns without node factors. With ``directed=True`` the first column
-        is the sender and the second the receiver.
+        columns without node factors. "auto" takes columns ``(0, 1)`` when
+        they look like the output of
+        :func:`~sklearn_ext.network.tensor_to_dyads` (non-negative integers,
+        at least three distinct ids, no row pairing a node with itself, every
+        row a distinct pair), so that ``TGINEE().fit(*tensor_to_dyads(A))``
+        fits the network model, and no factors otherwise; ``dyad_columns_``
+        records the choice. String ids need explicit columns. With
+        ``directed=True`` the first column is the sender and the second the
+        receiver.
     directed : bool, default=False
         Fit sender and receiver factors (an asymmetric CP decomposition), for
         directed layers in which ``(i, j)`` and ``(j, i)`` are different
@@ -226,6 +265,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Final working correlation ``R``.
     scale_ : float
         Dispersion ``phi`` (weighted mean squared Pearson residual).
+    dyad_columns_ : tuple of two int or None
+        Positions in ``X`` of the node-id columns used by ``fit`` (resolved
+        from ``dyad_columns``), or None when no factors were fitted.
     nodes_ : ndarray of shape (n_nodes,)
         Node ids seen in ``fit`` (of a dyad with positive weight), sorted: int64
         for numeric ids, object (str) for string ids; empty without factors.
@@ -252,10 +294,23 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     term for ``(i, j)`` and ``(j, i)`` (its covariates may still differ); pass
     ``directed=True`` when the direction of an edge matters. ``score`` is the mean over
     layers of ROC AUC for binary edges (the binary links) and of R^2
-    otherwise, on the observed entries. With ``dyad_columns=None``, two
-    columns of ``X`` that look like node ids (non-negative integers, every
-    row a distinct pair) raise a UserWarning: they would be fitted as
-    covariates.
+    otherwise, on the observed entries
+    (:func:`~sklearn_ext.network.observed_roc_auc_score`,
+    :func:`~sklearn_ext.network.observed_r2_score`). With
+    ``dyad_columns=None``, two columns of ``X`` that look like node ids
+    (non-negative integers, every row a distinct pair) raise a UserWarning:
+    they would be fitted as covariates.
+
+    **Incomplete networks and cross-validation.** scikit-learn's string
+    scorers (``scoring="roc_auc"``) reject NaN in ``y``; pass
+    ``scoring=get_observed_scorer("roc_auc")`` (or "neg_log_loss",
+    "accuracy", "r2"), which skips the unobserved entries, as ``score``
+    does. Use ``cv=NodeKFold(5)`` so that every training fold holds every
+    node. A dyad whose node was not seen in ``fit`` (as with ``KFold`` on
+    dyads in node order) is predicted with a zero factor for that node, the
+    value the ridge-penalised fit gives a node without data, that is from
+    its covariates and intercepts alone, and ``predict`` warns
+    (:class:`UserWarning`) naming how many nodes were unseen.
 
     ``sample_weight`` holds frequency weights: a dyad of weight ``w`` counts as
     ``w`` observations of that dyad in every sum over dyads (the likelihood
@@ -292,7 +347,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
     _parameter_constraints: dict = {
         **TorchDeviceMixin._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "dyad_columns": [tuple, list, None],
+        "dyad_columns": [tuple, list, StrOptions({"auto"}), None],
         "directed": ["boolean"],
         "link": [StrOptions({*_BINARY_LINKS, "log", "identity"})],
         "working_covariance": [
@@ -314,7 +369,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         self,
         n_components=2,
         *,
-        dyad_columns=None,
+        dyad_columns="auto",
         directed=False,
         link="logit",
         working_covariance="exchangeable",
@@ -341,8 +396,13 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
     # ------------------------------------------------------------ input
 
-    def _split_columns(self, n_cols):
+    def _split_columns(self, X):
         """(node id column positions or None, covariate column positions)."""
+        n_cols = X.shape[1]
+        if self.dyad_columns == "auto":
+            if _dyad_layout(X):
+                return (0, 1), np.arange(2, n_cols)
+            return None, np.arange(n_cols)
         if self.dyad_columns is None:
             return None, np.arange(n_cols)
         if len(self.dyad_columns) != 2:
@@ -369,7 +429,8 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         """
         X = validate_data(self, X, reset=reset, dtype=None)
         if reset:
-            self._columns = self._split_columns(X.shape[1])
+            self._columns = self._split_columns(X)
+            self.dyad_columns_ = self._columns[0]
         cols, rest = self._columns
         Z = check_array(
             X[:, rest],
@@ -432,7 +493,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         seen = ~np.isnan(Y)
         if not seen.any(axis=0).all():
             empty = np.flatnonzero(~seen.any(axis=0)).tolist()
-            raise ValueError(f"Layers {empty} of y have no observed entry.")
+            raise ValueError(
+                f"Layers {empty} of y have no observed entry (all NaN): nothing "
+                "can be fitted for them; drop those columns of y."
+            )
         constant = [
             k for k in range(Y.shape[1]) if np.unique(Y[seen[:, k], k]).size == 1
         ]
@@ -469,6 +533,12 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         """
         Z, ids = self._validate_X(X, reset=True)
         Y, self._one_d = self._check_y(y, Z.shape[0], reset=True)
+        columns = getattr(y, "columns", None)
+        self._layer_names = (
+            [str(c) for c in columns]
+            if columns is not None and len(columns) == Y.shape[1]
+            else [f"layer {k}" for k in range(Y.shape[1])]
+        )
         weights = check_sample_weight(sample_weight, Z, normalize=False)
         if weights is None:
             weights = np.ones(Z.shape[0])
@@ -477,6 +547,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
             Z, Y, weights = Z[keep], Y[keep], weights[keep]
             ids = None if ids is None else ids[keep]
         self._check_layers(Y)
+        self._n_dyads = len(Y)
         if ids is None and (cols := _id_like_columns(Z)) is not None:
             warn(
                 f"Columns {cols[0]} and {cols[1]} of X look like node ids "
@@ -557,10 +628,47 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Z, ids = self._validate_X(X, reset=False)
         eta = Z @ self.coef_.T + self.intercept_
         if ids is not None:
-            pos = self._positions(ids)
+            pos, seen = self._known_positions(ids)
             U, V = self.node_factors_, self.receiver_factors_
-            eta = eta + (U[pos[:, 0]] * V[pos[:, 1]]) @ self.layer_weights_.T
+            # An unseen node's factor is zero: what the ridge-penalised fit
+            # gives a node without data; its dyads keep covariates and
+            # intercepts.
+            term = (U[pos[:, 0]] * V[pos[:, 1]]) @ self.layer_weights_.T
+            eta = eta + term * seen.all(1)[:, None]
         return eta
+
+    def _known_positions(self, ids):
+        """Rows of the factors for ``ids`` (0 where unseen) and the seen mask.
+
+        A node not seen in ``fit`` raises a UserWarning naming how many there
+        are and the first of them.
+        """
+        nodes = self.nodes_
+        if (ids.dtype == object) != (nodes.dtype == object) or not len(nodes):
+            seen = np.zeros(ids.shape, dtype=bool)
+            pos = np.zeros(ids.shape, dtype=np.intp)
+        else:
+            keys, look = (
+                (nodes.astype(str), ids.astype(str))
+                if (nodes.dtype == object)
+                else (nodes, ids)
+            )
+            pos = np.minimum(np.searchsorted(keys, look), len(nodes) - 1)
+            seen = keys[pos] == look
+            pos = np.where(seen, pos, 0)
+        if not seen.all():
+            unseen = np.unique(ids[~seen])
+            first = unseen[0]
+            shown = repr(str(first)) if isinstance(first, str) else str(int(first))
+            warn(
+                f"{len(unseen)} node(s) of X were not seen during fit (e.g. node "
+                f"{shown}); TGINEE has no factors for them and predicts their "
+                f"{int((~seen).any(1).sum())} dyad(s) from the covariates and "
+                "intercepts alone (a zero factor). In cross-validation, "
+                "cv=NodeKFold(...) keeps every node in each training fold.",
+                UserWarning,
+            )
+        return pos, seen
 
     def _positions(self, ids):
         """Rows of ``node_factors_`` for node ids; a ValueError names an unseen one."""
@@ -578,7 +686,9 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         -------
         mu : ndarray of shape (n_dyads, n_layers) or (n_dyads,)
             ``g^{-1}(eta)``: edge probabilities for "logit", expected counts
-            for "log"; 1-D when ``fit`` got a 1-D ``y``.
+            for "log"; 1-D when ``fit`` got a 1-D ``y``. A dyad with a node
+            not seen in ``fit`` gets a zero factor term, with a UserWarning
+            (see Notes).
         """
         mu = moments(self._eta(X), self.link)[0]
         return mu[:, 0] if self._one_d else mu
@@ -590,9 +700,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         Only for the binary links (the log-odds for "logit", the linear
         predictor ``g(mu)`` for "probit" and "cloglog"). It ranks dyads as
         :meth:`predict` does, so that scikit-learn's ``scoring="roc_auc"``
-        works on complete binary ``y`` (its macro average over layers; NaN
-        entries are not accepted by the scorer, which :meth:`score` skips
-        instead).
+        works on complete binary ``y`` (its macro average over layers). That
+        scorer rejects NaN entries: on an incomplete ``y`` pass
+        ``scoring=get_observed_scorer("roc_auc")``, which skips them, as
+        :meth:`score` does.
 
         Parameters
         ----------
@@ -612,7 +723,10 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
         For a binary link the score of a layer is the ROC AUC of the
         predicted edge probabilities (a layer whose observed entries are all
-        of one class is skipped); for "log" and "identity" it is R^2.
+        of one class is skipped): :func:`~sklearn_ext.network.observed_roc_auc_score`;
+        for "log" and "identity" it is R^2,
+        :func:`~sklearn_ext.network.observed_r2_score`. The scorers of
+        :func:`~sklearn_ext.network.get_observed_scorer` compute the same.
 
         Parameters
         ----------
@@ -628,29 +742,11 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         score : float
             Mean of the layers' AUC (binary links) or R^2.
         """
-        from sklearn.metrics import r2_score, roc_auc_score
-
         check_is_fitted(self)
         mu = self.predict(X)
         Y, _ = self._check_y(y, mu.shape[0], reset=False)
-        mu = mu.reshape(Y.shape)
-        w = None if sample_weight is None else np.asarray(sample_weight)
-        binary = self.link in _BINARY_LINKS
-        metric = roc_auc_score if binary else r2_score
-        scores = []
-        for layer in range(Y.shape[1]):
-            seen = ~np.isnan(Y[:, layer])
-            # AUC needs both classes among the observed entries, R^2 two values.
-            if seen.sum() < 2 or (binary and np.unique(Y[seen, layer]).size < 2):
-                continue
-            scores.append(
-                metric(
-                    Y[seen, layer],
-                    mu[seen, layer],
-                    sample_weight=None if w is None else w[seen],
-                )
-            )
-        return float(np.mean(scores))
+        metric = observed_roc_auc_score if _binary_link(self) else observed_r2_score
+        return metric(Y, mu.reshape(Y.shape), sample_weight=sample_weight)
 
     def conf_int(self, alpha=0.05):
         """Wald confidence intervals of ``coef_`` from the sandwich errors.
@@ -671,9 +767,82 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
         z = stats.norm.ppf(1 - alpha / 2)
         return np.stack([self.coef_ - z * self.bse_, self.coef_ + z * self.bse_], -1)
 
+    def summary(self, alpha=0.05):
+        """Summarise the coefficients: robust standard errors, z, p-values, intervals.
+
+        As statsmodels' ``GEEResults.summary()``: one row per layer and term
+        (each covariate, then the intercept), with the estimate
+        (``coef_``, ``intercept_``), its robust (sandwich) standard error
+        (``bse_``, ``intercept_bse_``), ``z = coef / std err``, the two-sided
+        normal p-value ``2 (1 - Phi(|z|))`` and the Wald interval of
+        :meth:`conf_int`. With node factors, the standard errors account for
+        the estimated factors (see Inference).
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+            The intervals cover with probability ``1 - alpha``.
+
+        Returns
+        -------
+        summary : TGINEESummary
+            ``print(summary)`` shows the tables (statsmodels' table classes
+            when statsmodels is installed, plain text otherwise), a notebook
+            shows its HTML, and ``summary.table`` holds the numbers (a pandas
+            DataFrame indexed by (layer, term) when pandas is installed).
+
+        Examples
+        --------
+        >>> from sklearn_ext.datasets import make_multilayer_network
+        >>> from sklearn_ext.network import TGINEE, tensor_to_dyads
+        >>> A, C, _ = make_multilayer_network(40, 2, 2, random_state=0)
+        >>> model = TGINEE(device="cpu", random_state=0).fit(*tensor_to_dyads(A, C))
+        >>> table = model.summary().table
+        >>> list(table.columns)
+        ['coef', 'std err', 'z', 'P>|z|', '[0.025', '0.975]']
+        >>> len(table)  # 2 layers x (2 covariates + intercept)
+        6
+        """
+        from sklearn_ext.network._tginee_summary import TGINEESummary
+
+        check_is_fitted(self)
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+        L, p = self.coef_.shape
+        _, rest = self._columns
+        names = getattr(self, "feature_names_in_", None)
+        covariates = [str(names[c]) if names is not None else f"x{c}" for c in rest]
+        terms = covariates + (["intercept"] if self.fit_intercept else [])
+        coef = np.hstack([self.coef_, self.intercept_[:, None]])[:, : len(terms)]
+        bse = np.hstack([self.bse_, self.intercept_bse_[:, None]])[:, : len(terms)]
+        layers = self._layer_names
+        info = [
+            ("Model:", "TGINEE (GEE)"),
+            ("Link:", self.link),
+            ("Working covariance:", self.working_covariance),
+            ("Covariance type:", "robust (sandwich)"),
+            ("No. dyads:", str(self._n_dyads)),
+            ("No. layers:", str(L)),
+            ("No. nodes:", str(len(self.nodes_))),
+            ("Rank:", str(self.n_components if len(self.nodes_) else 0)),
+            ("Scale:", f"{self.scale_:.4g}"),
+            ("Rounds:", str(self.n_iter_)),
+        ]
+        return TGINEESummary(
+            info,
+            np.repeat(layers, len(terms)),
+            terms * L,
+            coef.ravel(),
+            bse.ravel(),
+            alpha,
+        )
+
     @available_if(_has_factors)
     def transform(self, X):
         """Node factors of the given nodes.
+
+        Available with explicit ``dyad_columns``, or after a fit whose
+        ``dyad_columns="auto"`` found node ids.
 
         Parameters
         ----------
@@ -717,7 +886,7 @@ class TGINEE(MultiOutputMixin, RegressorMixin, TorchDeviceMixin, BaseEstimator):
 
     def _make_test_data(self, n_samples, random_state):
         """Three-output regression data, or about ``n_samples`` dyads of a network."""
-        if self.dyad_columns is None:
+        if self.dyad_columns is None or self.dyad_columns == "auto":
             from sklearn.datasets import make_regression
 
             # Several layers, so that the GEE rounds (and max_iter) matter.
