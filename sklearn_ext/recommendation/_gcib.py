@@ -13,6 +13,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_non_negative
 
 from sklearn_ext.base import TorchMixin
+from sklearn_ext.recommendation._ease import ease_weights
 from sklearn_ext.recommendation._ranking import ranking_metrics, top_k_items
 from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
@@ -30,6 +31,10 @@ __all__ = ["GCIBRecommender"]
 _CONTRAST_SIZE = 512
 # Users scored at once by recommend, score and predict_scores' callers.
 _SCORE_BATCH = 1024
+# The scorer weighs an auxiliary interaction by its keep probability to this
+# power: it sharpens the mask (chosen on make_multibehavior's seed 100, never
+# on the benchmark's seeds).
+_KEEP_POWER = 4
 
 
 def _csr(X):
@@ -56,8 +61,19 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
     Auxiliary behaviours (views, carts) ease the sparsity of the target
     behaviour (purchases), but their graphs carry noisy interactions. GCIB
-    learns which auxiliary edges to keep and contrasts the denoised auxiliary
-    view with the target view:
+    learns which auxiliary edges to keep (a graph information bottleneck
+    trained with a cross-behaviour contrast) and scores items from the
+    denoised interactions with a closed-form item-item model:
+
+    - **Scorer.** The denoised matrix counts a target interaction 1 and an
+      auxiliary one its keep probability to the fourth power (the largest over
+      the behaviours that hold the pair; the power sharpens the mask). EASE
+      [3]_, the ridge regression of each item on the user's other items
+      (penalty ``l2_reg``, closed form), over that matrix gives the scores:
+      ``user_embeddings_`` are the users' denoised rows and
+      ``item_embeddings_`` the item-item weights (transposed), so
+      ``user_embeddings_ @ item_embeddings_.T`` are the scores. The graph
+      model below is what learns the mask.
 
     - **Two views on shared embeddings.** Layer-0 user and item embeddings are
       propagated by LightGCN (``n_layers`` sparse products with the
@@ -67,8 +83,11 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
       is the sum of the two views' dot products.
     - **Structure-level bottleneck.** Every auxiliary edge (u, i) of behaviour
       b has a keep probability ``sigmoid(w_b . (h_u * h_i) + c_b + a_i)``
-      where ``h`` are the (detached) target-view embeddings side by side with
-      the whole auxiliary graph's LightGCN embeddings, and ``a_i`` a learned
+      where ``h_i`` are the (detached) target-view item embeddings side by
+      side with the whole auxiliary graph's LightGCN item embeddings, ``h_u``
+      one normalised hop from those over the user's own interactions (target,
+      then auxiliary; so a new user's row is masked by the same function),
+      and ``a_i`` a learned
       trust of item i's auxiliary edges (clickbait items earn a low one): an
       edge survives as far as its ends agree. The auxiliary view propagates
       over the graph weighted by the mask (degrees recomputed from the
@@ -90,7 +109,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
       target-view and the auxiliary-view embedding of the same user, and of
       the same item, against the other users (items) of the batch, weighted
       by ``contrast_weight``.
-    - The main loss is BPR on target interactions with one uniformly drawn
+    - The graph's main loss is BPR on target interactions with one uniformly drawn
       negative item each; ``alpha`` is the L2 penalty on the layer-0
       embeddings of the batch. Training runs the package's minibatch loop over
       the target interactions, each step propagating the whole graph (sparse
@@ -99,8 +118,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     Parameters
     ----------
     n_components : int, default=64
-        Embedding dimension of each view (outputs have ``2 * n_components``
-        columns when the auxiliary view is used).
+        Embedding dimension of each view of the graph model.
     behaviors : int or sequence of str, default=None
         The column blocks of X, each ``n_items`` wide: a number of blocks, or
         their names in order. None means one block: X holds the target
@@ -120,11 +138,17 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     temperature : float, default=0.2
         InfoNCE temperature.
     auxiliary : {"denoised", "all", "none"}, default="denoised"
-        How the auxiliary graph enters: through the learned mask (GCIB), with
-        every edge kept (no bottleneck), or not at all (target-only graph, no
-        contrast). The last two are the ablations.
+        How the auxiliary behaviours enter: through the learned mask (GCIB),
+        with every edge kept at weight 1 (no bottleneck: EASE on the merged
+        matrix), or not at all (EASE on the target block). The last two are
+        the ablations.
     alpha : float, default=1e-4
         L2 penalty on the batch's layer-0 embeddings.
+    l2_reg : float, default=100.0
+        Ridge penalty of the EASE scorer; it grows with the number of users
+        (the Gram matrix's scale). Refitting at another value refits the
+        mask too; ``benchmarks/bench_gcib.py`` shows how to choose it on a
+        validation split from one fit of the mask.
     batch_size : int or "auto", default="auto"
         Target interactions per step; "auto" takes an eighth of them (at least
         1024), so that an epoch is about eight propagations of the graph.
@@ -156,15 +180,16 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         Block names (``"behavior_0"``, ... when ``behaviors`` is a number).
     target_index_ : int
         Position of the target block.
-    user_embeddings_ : ndarray of shape (n_users, d)
-        Final user embeddings of the training users (target view, then
-        auxiliary view when used).
-    item_embeddings_ : ndarray of shape (n_items, d)
-        Final item embeddings; ``user_embeddings_ @ item_embeddings_.T`` are
-        the scores.
+    user_embeddings_ : ndarray of shape (n_users, n_items)
+        The training users' denoised rows (what ``transform`` gives for
+        their rows).
+    item_embeddings_ : ndarray of shape (n_items, n_items)
+        The scorer's item-item weights, transposed;
+        ``user_embeddings_ @ item_embeddings_.T`` are the scores.
     edge_keep_prob_ : scipy.sparse.csr_matrix of shape (n_users, n_features_in)
         The learned keep probability of every auxiliary interaction, at its
-        position in X (the target block is empty); 1 for
+        position in X (the target block is empty), from the user's row as
+        ``transform`` computes it; 1 for
         ``auxiliary="all"``, 0 for ``auxiliary="none"``.
     seen_ : scipy.sparse.csr_matrix of shape (n_users, n_items)
         The training target interactions (left out by ``recommend`` and
@@ -188,17 +213,19 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     Notes
     -----
     Input: X is the user x (items x behaviours) interaction matrix, dense or
-    scipy sparse (kept sparse end to end), non-negative; an entry > 0 is an
-    interaction and its value is not used. Rows are users; ``predict_scores``,
-    ``recommend`` and ``score`` refer to the training users by row index.
-    ``transform(X)`` folds users in from their rows alone (any rows, new
-    users too): the degree-normalised sum of the fitted target-view item
-    embeddings over their target interactions, and likewise of the
-    auxiliary-view item embeddings over their auxiliary interactions weighted
-    by the learned keep probabilities; for new users this is the one-hop
-    approximation of the trained embeddings. A training user without any
-    interaction is recommended the most popular target items (with a
-    warning). ``sample_weight`` is not supported: see ``_no_sample_weight``.
+    scipy sparse, non-negative; an entry > 0 is an interaction and its value
+    is not used. Rows are users; ``predict_scores`` and ``recommend`` refer
+    to the training users by row index, or score any rows with
+    ``recommend(..., user_items=rows, recalculate_user=True)``.
+    ``transform(X)`` gives any rows' denoised interactions (new users too):
+    the mask reads a user from its own row only, so a training user's row
+    given anew is scored exactly as fitted, without refitting. ``score``
+    accepts held-out interactions of the training users, or rows of any
+    users (leave-one-out; what ``GridSearchCV`` over users needs). The
+    scorer holds an n_items x n_items matrix: memory grows with the square of
+    the number of items. A user without any interaction is recommended the
+    most popular target items (with a warning). ``sample_weight`` is not
+    supported: see ``_no_sample_weight``.
 
     References
     ----------
@@ -208,6 +235,8 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     .. [2] He, X., Deng, K., Wang, X., Li, Y., Zhang, Y. and Wang, M.
        "LightGCN: Simplifying and Powering Graph Convolution Network for
        Recommendation", SIGIR 2020.
+    .. [3] Steck, H. "Embarrassingly Shallow Autoencoders for Sparse Data",
+       WWW 2019.
 
     Examples
     --------
@@ -217,8 +246,11 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     >>> model = GCIBRecommender(
     ...     16, behaviors=data.behaviors, max_iter=5, random_state=0
     ... ).fit(data.data)
-    >>> model.recommend([0, 1], k=3).shape
+    >>> ids, scores = model.recommend([0, 1], N=3)
+    >>> ids.shape
     (2, 3)
+    >>> model.similar_items(0, N=3)[0].shape
+    (3,)
     >>> 0.0 <= model.score(data.test) <= 1.0
     True
     """
@@ -235,6 +267,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "auxiliary": [StrOptions({"denoised", "all", "none"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
+        "l2_reg": [Interval(Real, 0, None, closed="neither")],
     }
 
     _paper = (
@@ -262,6 +295,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         temperature=0.2,
         auxiliary="denoised",
         alpha=1e-4,
+        l2_reg=100.0,
         batch_size="auto",
         learning_rate_init=0.01,
         max_iter=100,
@@ -282,6 +316,7 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         self.temperature = temperature
         self.auxiliary = auxiliary
         self.alpha = alpha
+        self.l2_reg = l2_reg
         self.batch_size = batch_size
         self.learning_rate_init = learning_rate_init
         self.max_iter = max_iter
@@ -506,12 +541,25 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         )
         keep = self._keep_values
         self._edge_keep = _pack(sp.csr_matrix((keep, (au, aux_cols)), shape=X.shape))
-        # Auxiliary item degrees, weighted by the mask and not, for transform.
-        self._aux_degree = np.bincount(ai, weights=keep, minlength=n_items)
+        # Auxiliary item degrees, for the mask's fold-in of a row.
         self._aux_degree_all = np.bincount(ai, minlength=n_items).astype(float)
         self._seen = _pack(T)
+        liked = X[:, :n_items]
+        for b in range(1, len(names)):
+            liked = liked + X[:, b * n_items : (b + 1) * n_items]
+        self._any_seen = _pack(sp.csr_matrix(liked))
         self._active_users = np.flatnonzero(np.diff(X.indptr) > 0)
         self._popularity = np.asarray(T.sum(axis=0)).ravel()
+        if mode == "denoised":
+            # The same function of the row as for a user folded in (float64).
+            keep = self._fold_in_keep(T, au, ai, ab)
+            self._keep_values = keep
+            self._edge_keep = _pack(
+                sp.csr_matrix((keep, (au, aux_cols)), shape=X.shape)
+            )
+        rows = self._denoised_rows(T, au, ai, ab, keep)
+        self.item_embeddings_ = ease_weights(rows, self.l2_reg).T
+        self.user_embeddings_ = rows.toarray()
         return self
 
     def _batch_size(self, n_samples):
@@ -522,20 +570,14 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
     def _store_embeddings(
         self, target, aux, aux_behavior, aux_order, mode, device, n_aux
     ):
-        """Final embeddings and keep probabilities, from the expected mask."""
+        """The mask's fitted pieces (item features, weights) and keep probabilities."""
         torch = import_torch()
         net = self.module_.to(device)
         with torch.no_grad():
             views = net(target, aux, aux_behavior, self.n_layers, mode=mode)
-        users = [views["users_t"]]
-        items = [views["items_t"]]
-        if "users_a" in views:
-            users.append(views["users_a"])
-            items.append(views["items_a"])
-        self.user_embeddings_ = to_numpy(torch.cat(users, 1))
-        self.item_embeddings_ = to_numpy(torch.cat(items, 1))
+        # The mask's target-view item features.
+        self._items_t = to_numpy(views["items_t"])
         self._mode = mode
-        d = self.n_components
         self._mask_weight = to_numpy(net.mask_weight)
         self._mask_bias = to_numpy(net.mask_bias)
         if mode == "denoised":
@@ -545,7 +587,6 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
             keep = np.full(n_aux, 1.0 if mode == "all" else 0.0)
         self._keep_values = keep
 
-        self._item_views = (self.item_embeddings_[:, :d], self.item_embeddings_[:, d:])
         if mode == "denoised":
             # The mask's item features: the whole auxiliary graph's view.
             with torch.no_grad():
@@ -577,8 +618,55 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         col_scale = 1.0 / np.sqrt(np.maximum(item_degree, 1.0))
         return np.asarray(sp.diags(scale) @ (adjacency @ (col_scale[:, None] * items)))
 
+    def _fold_in_keep(self, T, au, ai, ab):
+        """Keep probabilities of auxiliary edges (au, ai, ab) of rows folded in.
+
+        The mask's user features are folded in from the rows alone (the
+        degree-normalised sums of the fitted item embeddings of the target
+        view over the row's target interactions, and of the whole auxiliary
+        graph's view over its auxiliary interactions); its item features and
+        weights are the fitted ones.
+        """
+        if self._mode != "denoised":
+            return np.full(au.size, 1.0 if self._mode == "all" else 0.0)
+        if not au.size:
+            return np.zeros(0)
+        n_rows = T.shape[0]
+        items_t = self._items_t
+        deg_t = np.asarray(self.seen_.sum(axis=0)).ravel()
+        users_t = self._fold_in(T, items_t, deg_t)
+        A_all = sp.csr_matrix(
+            (np.ones(au.size), (au, ai)), shape=(n_rows, self.n_items_)
+        )
+        users_f = self._fold_in(A_all, self._items_full, self._aux_degree_all)
+        d = self.n_components
+        W = self._mask_weight[ab]
+        logits = (
+            np.einsum("ed,ed,ed->e", users_t[au], items_t[ai], W[:, :d])
+            + np.einsum("ed,ed,ed->e", users_f[au], self._items_full[ai], W[:, d:])
+            + self._mask_bias[ab]
+            + self._mask_item_bias[ai]
+        )
+        return 1.0 / (1.0 + np.exp(-logits))
+
+    def _denoised_rows(self, T, au, ai, ab, keep):
+        """The denoised behaviour matrix: (n_rows, n_items) csr.
+
+        A target interaction counts 1; an auxiliary one its keep probability
+        (the largest over the behaviours that hold the pair).
+        """
+        shape = (T.shape[0], self.n_items_)
+        rows = sp.csr_matrix(T, dtype=np.float64, copy=True)
+        for b in np.unique(ab):
+            on = ab == b
+            weight = keep[on] ** _KEEP_POWER
+            rows = rows.maximum(sp.csr_matrix((weight, (au[on], ai[on])), shape=shape))
+        rows = sp.csr_matrix(rows)
+        rows.eliminate_zeros()
+        return rows
+
     def transform(self, X):
-        """Fold users in from their rows: embeddings of shape (n_rows, d).
+        """Each row's denoised interactions: the users' representation.
 
         Parameters
         ----------
@@ -587,51 +675,32 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_rows, d)
-            ``d = 2 * n_components`` with the auxiliary view, else
-            ``n_components``; ``transform(X) @ item_embeddings_.T`` scores the
-            items.
+        ndarray of shape (n_rows, n_items)
+            A target interaction counts 1, an auxiliary one the keep
+            probability the mask gives it (the largest over the behaviours
+            that hold the pair); ``transform(X) @ item_embeddings_.T`` scores
+            the items.
         """
         check_is_fitted(self)
         X = self._check_X(X, reset=False)
         T, (au, ai, ab), _ = self._blocks(X)
-        items_t, items_a = self._item_views
-        deg_t = np.asarray(self.seen_.sum(axis=0)).ravel()
-        users_t = self._fold_in(T, items_t, deg_t)
-        if self._mode == "none":
-            return np.asarray(users_t)
-        if self._mode == "denoised" and au.size:
-            A_all = sp.csr_matrix(
-                (np.ones(au.size), (au, ai)), shape=(X.shape[0], self.n_items_)
-            )
-            users_f = self._fold_in(A_all, self._items_full, self._aux_degree_all)
-            d = self.n_components
-            W = self._mask_weight[ab]
-            logits = (
-                np.einsum("ed,ed,ed->e", users_t[au], items_t[ai], W[:, :d])
-                + np.einsum("ed,ed,ed->e", users_f[au], self._items_full[ai], W[:, d:])
-                + self._mask_bias[ab]
-                + self._mask_item_bias[ai]
-            )
-            keep = 1.0 / (1.0 + np.exp(-logits))
-        else:
-            keep = np.ones(au.size)
-        A = sp.csr_matrix((keep, (au, ai)), shape=(X.shape[0], self.n_items_))
-        users_a = self._fold_in(A, items_a, self._aux_degree)
-        return np.hstack([users_t, users_a])
+        keep = self._fold_in_keep(T, au, ai, ab)
+        return self._denoised_rows(T, au, ai, ab, keep).toarray()
 
-    def _check_users(self, users):
+    def _check_users(self, users, *, name="users"):
         users = np.asarray(users)
         if users.ndim != 1 or (users.size and users.dtype.kind not in "iu"):
             raise ValueError(
-                "users must be a 1-D array of integer row indices of the training "
-                f"matrix; got an array of shape {users.shape} and dtype {users.dtype}."
+                f"{name} must be integer row indices of the training matrix; got "
+                f"an array of shape {users.shape} and dtype {users.dtype}."
             )
         bad = users[(users < 0) | (users >= self.n_users_)]
         if bad.size:
             raise ValueError(
-                f"users {bad[:5].tolist()} are not rows of the training matrix "
-                f"(0 <= user < {self.n_users_}); embed new users with transform(X)."
+                f"{name} {bad[:5].tolist()} are not rows of the training matrix "
+                f"(0 <= id < {self.n_users_}); score new users with "
+                "recommend(..., user_items=their rows, recalculate_user=True) or "
+                "transform(X)."
             )
         return users.astype(np.int64)
 
@@ -653,99 +722,285 @@ class GCIBRecommender(TransformerMixin, TorchMixin, BaseEstimator):
         users = self._check_users(users)
         return self.user_embeddings_[users] @ self.item_embeddings_.T
 
-    def recommend(self, users, k=10, exclude_seen=True):
-        """Return the ``k`` best target items for each user, best first.
+    def _user_items_rows(self, user_items, n_rows):
+        """``user_items`` as a (n_rows, n_features_in_) csr, checked."""
+        user_items = self._check_X(user_items, reset=False)
+        if user_items.shape[0] != n_rows:
+            raise ValueError(
+                f"user_items has {user_items.shape[0]} rows but {n_rows} user ids "
+                "were given: row k of user_items holds the interactions of "
+                "userid[k]."
+            )
+        return user_items
+
+    def recommend(
+        self,
+        userid,
+        user_items=None,
+        N=10,
+        filter_already_liked_items=True,
+        filter_items=None,
+        recalculate_user=False,
+        *,
+        filter_behaviors="target",
+    ):
+        """Return the ``N`` best target items for one user or an array of users.
+
+        The interface of ``implicit`` (>= 0.5) recommenders.
 
         Parameters
         ----------
-        users : array-like of int of shape (n_users,)
-            Row indices of the training matrix.
-        k : int, default=10
+        userid : int or array-like of int
+            Training users (row indices of the training matrix); with
+            ``recalculate_user=True`` only labels of the rows of
+            ``user_items`` (any integers).
+        user_items : {array-like, sparse matrix} of shape (n_ids, \
+n_features_in), default=None
+            Row ``k`` holds the interactions of ``userid[k]``, laid out as in
+            ``fit`` (every behaviour). It is read to filter the already liked
+            items and, with ``recalculate_user=True``, to score the user. None
+            means the training rows of the users (not allowed with
+            ``recalculate_user=True``).
+        N : int, default=10
             Length of each list.
-        exclude_seen : bool, default=True
-            Leave out each user's training target interactions.
+        filter_already_liked_items : bool, default=True
+            Leave out the items the user already interacted with, in the
+            behaviours ``filter_behaviors`` names.
+        filter_items : array-like of int, default=None
+            Items left out of every list.
+        recalculate_user : bool, default=False
+            Score the users from ``user_items`` rather than from their fitted
+            representation: their rows are denoised by the fitted mask and
+            scored by the fitted item weights (``transform``), without
+            refitting. On a training user's own row this reproduces the
+            fitted scores; a new user needs it.
+        filter_behaviors : {"target", "all"}, default="target"
+            Which interactions count as already liked: the target behaviour
+            only (the default: a viewed or carted item is still a candidate
+            purchase, and most purchases are of such items), or every
+            behaviour (only items the user never interacted with).
 
         Returns
         -------
-        ndarray of shape (n_users, min(k, n_items))
-            Item indices (columns of a behaviour block). Users without any
-            training interaction get the most popular target items (with a
-            UserWarning).
+        ids : ndarray of int
+            Item indices (columns of a behaviour block), best first: shape
+            ``(N,)`` for one ``userid``, ``(n_ids, N)`` for an array. Where
+            fewer than ``N`` items are left after filtering, the list ends
+            with ``-1``.
+        scores : ndarray of float
+            Their scores, alike (``-inf`` after the end of a short list).
+            Users without any interaction (a training user with an empty row)
+            are ranked by target popularity, with a UserWarning.
         """
         check_is_fitted(self)
-        users = self._check_users(users)
-        if not isinstance(k, Integral) or k < 1:
-            raise ValueError(f"k must be a positive integer; got {k!r}.")
-        cold = ~np.isin(users, self._active_users)
+        single = np.ndim(userid) == 0
+        ids = np.atleast_1d(np.asarray(userid))
+        if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+            raise ValueError(
+                f"userid must be an integer or a 1-D array of integers; got {userid!r}."
+            )
+        if not isinstance(N, Integral) or N < 1:
+            raise ValueError(f"N must be a positive integer; got {N!r}.")
+        if filter_behaviors not in ("target", "all"):
+            raise ValueError(
+                f"filter_behaviors must be 'target' or 'all'; got {filter_behaviors!r}."
+            )
+        n_items = self.n_items_
+        if recalculate_user:
+            if user_items is None:
+                raise ValueError(
+                    "recalculate_user=True scores the users from user_items: "
+                    "pass their interaction rows."
+                )
+            rows = self._user_items_rows(user_items, ids.size)
+            scores = self.transform(rows) @ self.item_embeddings_.T
+            cold = np.diff(rows.indptr) == 0
+        else:
+            ids = self._check_users(ids, name="userid")
+            rows = None
+            if user_items is not None:
+                rows = self._user_items_rows(user_items, ids.size)
+            scores = self.predict_scores(ids)
+            cold = ~np.isin(ids, self._active_users)
         if cold.any():
             warn(
-                f"users {users[cold][:5].tolist()} had no interaction in the "
-                "training matrix: they are recommended the most popular target "
-                "items.",
+                f"users {ids[cold][:5].tolist()} have no interaction: they are "
+                "ranked by the popularity of the target items.",
                 UserWarning,
             )
-        out = np.empty((users.size, min(k, self.n_items_)), dtype=np.int64)
-        seen_all = self.seen_
-        for start in range(0, users.size, _SCORE_BATCH):
-            block = users[start : start + _SCORE_BATCH]
-            scores = self.predict_scores(block)
-            rows = cold[start : start + _SCORE_BATCH]
-            scores[rows] = self._popularity
-            if exclude_seen:
-                seen = seen_all[block].tocoo()
-                scores[seen.row, seen.col] = -np.inf
-            out[start : start + block.size] = top_k_items(scores, k)
-        return out
+            scores[cold] = self._popularity
+        if filter_already_liked_items:
+            if rows is None:
+                liked = self._liked(ids, filter_behaviors)
+            else:
+                liked = self._liked_in(rows, filter_behaviors)
+            coo = liked.tocoo()
+            scores[coo.row, coo.col] = -np.inf
+        if filter_items is not None:
+            filter_items = np.asarray(filter_items)
+            if filter_items.size and (
+                filter_items.dtype.kind not in "iu"
+                or filter_items.min() < 0
+                or filter_items.max() >= n_items
+            ):
+                raise ValueError(
+                    f"filter_items must be item indices in [0, {n_items}); got "
+                    f"{filter_items[:5].tolist()}."
+                )
+            scores[:, filter_items] = -np.inf
+        top = top_k_items(scores, N)
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        top = np.where(np.isneginf(top_scores), -1, top)
+        if single:
+            return top[0], top_scores[0]
+        return top, top_scores
 
-    def score(self, X, y=None):
-        """Return the NDCG@10 of the training users' rankings on held-out items.
+    def _liked_in(self, rows, filter_behaviors):
+        """Items of ``rows`` (csr, all blocks) to filter: (n_rows, n_items) csr."""
+        n, t = self.n_items_, self.target_index_
+        if filter_behaviors == "target":
+            return rows[:, t * n : (t + 1) * n]
+        liked = rows[:, :n]
+        for b in range(1, len(self.behaviors_)):
+            liked = liked + rows[:, b * n : (b + 1) * n]
+        return sp.csr_matrix(liked)
+
+    def _liked(self, users, filter_behaviors):
+        """The training interactions of ``users`` to filter."""
+        if filter_behaviors == "target":
+            return self.seen_[users]
+        return _unpack(self._any_seen)[users]
+
+    def similar_items(self, itemid, N=10, filter_items=None):
+        """Return the ``N`` items most similar to an item (or to each of several).
+
+        Similarity is the cosine between rows of ``item_embeddings_`` (each
+        item's column of the fitted item-item weights over the denoised
+        matrix: two items are similar when the same items predict them), as
+        ``implicit`` ranks by the cosine of item factors. An item is its own
+        best match (cosine 1), as in ``implicit``.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_users, n_items) or \
-(n_users, n_features_in)
-            Held-out interactions of the training users (row u is user u): the
-            target block alone, or a matrix laid out as in ``fit`` whose
-            target block is read. Training target items that are not held out
-            are excluded from the ranking; users without held-out items do not
-            count.
+        itemid : int or array-like of int
+            Item indices (columns of a behaviour block).
+        N : int, default=10
+        filter_items : array-like of int, default=None
+            Items left out of every list.
+
+        Returns
+        -------
+        ids, scores : ndarray
+            Shape ``(N,)`` for one ``itemid``, ``(n_ids, N)`` for an array.
+        """
+        check_is_fitted(self)
+        single = np.ndim(itemid) == 0
+        items = np.atleast_1d(np.asarray(itemid))
+        if items.ndim != 1 or (items.size and items.dtype.kind not in "iu"):
+            raise ValueError(
+                f"itemid must be an integer or a 1-D array of integers; got {itemid!r}."
+            )
+        bad = items[(items < 0) | (items >= self.n_items_)]
+        if bad.size:
+            raise ValueError(
+                f"itemid {bad[:5].tolist()} out of range: items are 0 .. "
+                f"{self.n_items_ - 1}."
+            )
+        if not isinstance(N, Integral) or N < 1:
+            raise ValueError(f"N must be a positive integer; got {N!r}.")
+        E = self.item_embeddings_
+        norms = np.linalg.norm(E, axis=1)
+        normed = E / np.where(norms > 0, norms, 1.0)[:, None]
+        scores = normed[items] @ normed.T
+        if filter_items is not None:
+            scores[:, np.asarray(filter_items, dtype=np.int64)] = -np.inf
+        top = top_k_items(scores, N)
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        if single:
+            return top[0], top_scores[0]
+        return top, top_scores
+
+    def score(self, X, y=None):
+        """NDCG@10 on held-out interactions: usable by ``GridSearchCV``.
+
+        Two layouts, told apart by the width of X:
+
+        - **Every behaviour** (``n_features_in`` columns, any users, e.g. the
+          test fold of ``GridSearchCV`` over users): leave-one-out per row.
+          For each row with a target interaction, one of them (drawn with a
+          fixed seed, so that every call and every candidate model sees the
+          same split) is held out; the user is scored from the rest of the
+          row, auxiliary behaviours included, without refitting (as
+          ``recommend(..., recalculate_user=True)``), the remaining target
+          items are excluded, and the held-out item is ranked among all
+          others. Rows without a target interaction do not count.
+        - **The target block alone** (``n_items`` columns, ``n_users_`` rows):
+          held-out purchases of the training users (row u is user u),
+          ranked by the fitted scores, the training purchases excluded.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix}
+            As above.
         y : None
             Ignored.
 
         Returns
         -------
         float
-            Mean NDCG@10 over the users with held-out interactions.
+            Mean NDCG@10 over the users with a held-out interaction.
         """
         check_is_fitted(self)
-        # Its own width rule (target block or all blocks), so check_array, not
-        # validate_data: NaN, infinity, strings and 1-D input still fail here.
+        # Its own width rule, so check_array, not validate_data: NaN, infinity,
+        # strings and 1-D input still fail here.
         X = check_array(X, accept_sparse="csr", dtype=np.float64, input_name="X")
-        if X.shape[0] != self.n_users_:
-            raise ValueError(
-                f"score takes the held-out interactions of the {self.n_users_} "
-                f"training users (one row each); got shape {X.shape}."
-            )
+        check_non_negative(X, f"{type(self).__name__}.score")
         if X.shape[1] == self.n_features_in_:
-            t, n = self.target_index_, self.n_items_
-            X = X[:, t * n : (t + 1) * n]
-        elif X.shape[1] != self.n_items_:
+            return self._score_leave_one_out(X)
+        if X.shape[1] != self.n_items_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} is "
                 f"expecting {self.n_features_in_} features as input (all "
                 f"behaviors), or {self.n_items_} (the target block alone)."
             )
+        if X.shape[0] != self.n_users_:
+            raise ValueError(
+                f"With the target block alone, score takes the held-out "
+                f"interactions of the {self.n_users_} training users (one row "
+                f"each); got shape {X.shape}. Pass rows of every behavior "
+                f"({self.n_features_in_} columns) to score other users."
+            )
         X = sp.csr_matrix(X, dtype=np.float64)
-        check_non_negative(X, f"{type(self).__name__}.score")
         result = ranking_metrics(
-            self.user_embeddings_,
-            self.item_embeddings_,
-            X,
-            seen=self.seen_,
-            k=10,
+            self.user_embeddings_, self.item_embeddings_, X, seen=self.seen_, k=10
         )
         if result["n_users"] == 0:
             raise ValueError("X holds no held-out interaction to rank.")
+        return result["ndcg"]
+
+    def _score_leave_one_out(self, X):
+        X = _csr(X)
+        n, t = self.n_items_, self.target_index_
+        T = X[:, t * n : (t + 1) * n].tocsr()
+        rng = np.random.RandomState(0)
+        users = np.flatnonzero(np.diff(T.indptr) > 0)
+        if not users.size:
+            raise ValueError("X holds no target interaction to hold out.")
+        picks = T.indptr[users] + (
+            rng.uniform(size=users.size) * np.diff(T.indptr)[users]
+        ).astype(np.int64)
+        items = T.indices[picks]
+        held = sp.csr_matrix(
+            (np.ones(users.size), (users, items)), shape=T.shape, dtype=np.float64
+        )
+        rest = X.tolil()
+        rest[users, t * n + items] = 0.0
+        rest = _csr(rest)
+        rows = self.transform(rest[users])
+        seen = rest[users][:, t * n : (t + 1) * n]
+        result = ranking_metrics(
+            rows, self.item_embeddings_, held[users], seen=seen, k=10
+        )
         return result["ndcg"]
 
     def __sklearn_tags__(self):

@@ -273,8 +273,9 @@ class GCIBNet(nn.Module):
             items_a``; with ``mode="denoised"`` also ``logits``, ``keep`` and
             ``edge_scores`` (each auxiliary edge's direct evidence).
         """
+        target_values = target.normalized_values()
         users_t, items_t = target.propagate(
-            target.normalized_values(), self.user_emb, self.item_emb, n_layers
+            target_values, self.user_emb, self.item_emb, n_layers
         )
         views = {"users_t": users_t, "items_t": items_t}
         if mode == "none" or aux is None:
@@ -284,10 +285,17 @@ class GCIBNet(nn.Module):
         else:
             with torch.no_grad():
                 # What the whole auxiliary graph says of the two ends.
+                aux_values = aux.normalized_values()
                 users_f, items_f = aux.propagate(
-                    aux.normalized_values(), self.user_emb, self.item_emb, n_layers
+                    aux_values, self.user_emb, self.item_emb, n_layers
                 )
-                h_users = torch.cat([users_t, users_f], 1)
+                # A user is read from its items (one normalised hop from the
+                # item embeddings), as a new user is folded in: the mask of a
+                # training row and of the same row given anew are one
+                # function.
+                hop = target.users_to_items.matrix(target_values) @ items_t
+                users_f = aux.users_to_items.matrix(aux_values) @ items_f
+                h_users = torch.cat([hop, users_f], 1)
                 h_items = torch.cat([items_t, items_f], 1)
             logits = self.keep_logits(h_users, h_items, aux, aux_behavior)
             if generator is not None:
