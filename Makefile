@@ -37,8 +37,10 @@ $(STAMP)-bench: $(STAMP)-test
 
 install: $(STAMP)-test
 
+# worksteal: a worker that runs out of tests takes queued ones from the other,
+# so a few long tests at the end of the order do not leave a core idle.
 test: $(STAMP)-test
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist worksteal -q
 
 # The common checks against the oldest supported numpy, scipy and scikit-learn,
 # in a venv of their own (the pins are repeated so pip cannot upgrade them).

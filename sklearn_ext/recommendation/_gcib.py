@@ -885,6 +885,7 @@ n_features_in), default=None
         itemid : int or array-like of int
             Item indices (columns of a behaviour block).
         N : int, default=10
+            How many items each list holds.
         filter_items : array-like of int, default=None
             Items left out of every list.
 
