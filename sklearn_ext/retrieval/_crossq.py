@@ -265,8 +265,9 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
             weights.append(float(self.context_weight))
         return directions, weights
 
-    def _encode(self, T, g, n_groups, codebooks):
-        directions, weights = self._directions(T, g, n_groups)
+    def _encode(self, T, g, n_groups, codebooks, directions=None, weights=None):
+        if directions is None:
+            directions, weights = self._directions(T, g, n_groups)
         return solver.beam_encode(
             T,
             codebooks,
@@ -352,12 +353,18 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         S = self.bytes_per_token
         sample = torch.randperm(T.shape[0], generator=gen)[:_INIT_SAMPLE].to(device)
         books = solver.init_codebooks(T[sample], S, n_iter=10, generator=gen)
+        # The codebooks are solved in the same score metric the codes are
+        # chosen in (the token's direction and its document context), so the
+        # context shapes the codebooks, not only the choice of codes.
+        directions, weights = self._directions(T, g, n_groups)
         for _ in range(self.n_refit):
-            codes = solver.beam_encode(T, books, beam=self.beam_width)
-            books = solver.least_squares_codebooks(T, codes, S)
+            codes = self._encode(T, g, n_groups, books, directions, weights)
+            books = solver.least_squares_codebooks(
+                T, codes, S, directions=directions, weights=weights
+            )
         self.ranking_loss_curve_ = []
         if self.ranking_loss is not None and self.n_epochs > 0 and n_groups > 1:
-            codes = self._encode(T, g, n_groups, books)
+            codes = self._encode(T, g, n_groups, books, directions, weights)
             table = solver.padded_documents(g, n_groups)
             Q, qi, n_q = self._training_queries(queries, T, g, n_groups, gen)
             books, self.ranking_loss_curve_ = solver.rank_refine(
@@ -369,6 +376,8 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
                 qi,
                 n_q,
                 loss=self.ranking_loss,
+                directions=directions,
+                weights=weights,
                 n_candidates=self.n_candidates,
                 n_epochs=self.n_epochs,
                 generator=gen,
@@ -376,6 +385,51 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
             )
         self.codebooks_ = to_numpy(books, dtype=np.float32)
         return self
+
+    def encode(self, X):
+        """The stored codes of tokens: one byte per stage, no document id.
+
+        What an index stores (as faiss's ``sa_encode`` returns it): each token
+        encoded given its document's context, computed from the tokens of X
+        with the same document id.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_tokens, n_dims + 1)
+            As in :meth:`fit`.
+
+        Returns
+        -------
+        codes : ndarray of shape (n_tokens, bytes_per_token), uint8
+            One codeword index per stage for each token, in the row order of X.
+        """
+        torch = import_torch()
+        tokens, groups = self._split(X, fitting=False)
+        device = self._inference_device()
+        order, T, g, n_groups = self._prepare(tokens, groups, device)
+        books = to_tensor(self.codebooks_, dtype=torch.float32, device=device)
+        codes = self._encode(T, g, n_groups, books)
+        out = np.empty((tokens.shape[0], codes.shape[1]), dtype=np.uint8)
+        out[order] = codes.cpu().numpy().astype(np.uint8)
+        return out
+
+    def decode(self, codes):
+        """Token embeddings from their codes alone (no context is stored).
+
+        Parameters
+        ----------
+        codes : array-like of shape (n_tokens, bytes_per_token)
+            Integers in [0, 255], as :meth:`encode` returns them.
+
+        Returns
+        -------
+        tokens : ndarray of shape (n_tokens, n_dims), float32
+            The sum of each token's codewords.
+        """
+        check_is_fitted(self)
+        codes = self._check_codes(codes)
+        stages = np.arange(self.codebooks_.shape[0])
+        return self.codebooks_[stages, codes.astype(np.intp)].sum(axis=1)
 
     def transform(self, X):
         """Encode tokens, each given its document's context.

@@ -107,32 +107,45 @@ def beam_encode(
         tokens.shape[0], width, n_stages, dtype=torch.long, device=tokens.device
     )
     norms = (codebooks**2).sum(-1)  # (S, 256)
+    w = torch.tensor(list(weights), dtype=tokens.dtype, device=tokens.device)
     for s0 in range(0, tokens.shape[0], chunk):
         x = tokens[s0 : s0 + chunk]
-        dirs = [v[s0 : s0 + chunk] for v in directions]
         m = x.shape[0]
-        resid = x[:, None, :]  # (m, b, d) residual of each beam entry
-        # Projections of the residual on each direction, per beam entry.
-        proj = [(u * x).sum(1, keepdim=True) for u in dirs]  # (m, 1)
+        rows = torch.arange(m, device=x.device)[:, None]
+        # V: the metric's directions (m, k, d); P: the projections of each
+        # beam entry's residual on them (m, b, k).
+        V = torch.stack([v[s0 : s0 + chunk] for v in directions], 1) if len(w) else None
+        P = (V @ x[:, :, None]).transpose(1, 2) if V is not None else None
         loss = torch.zeros(m, 1, dtype=x.dtype, device=x.device)
         codes = torch.zeros(m, 1, 0, dtype=torch.long, device=x.device)
         for stage in range(n_stages):
             C = codebooks[stage]
-            # ||r - c||^2 - ||r||^2 = -2 r.c + ||c||^2
-            delta = -2 * torch.einsum("mbd,kd->mbk", resid, C) + norms[stage]
-            new_proj = []
-            for (u, w), p in zip(zip(dirs, weights), proj):
-                uc = u @ C.T  # (m, 256)
-                pk = p[:, :, None] - uc[:, None, :]  # (m, b, 256)
-                delta = delta + w * (pk**2 - p[:, :, None] ** 2)
-                new_proj.append(pk)
-            total = (loss[:, :, None] + delta).reshape(m, -1)
+            # The change of the loss by codeword c, for a beam entry with
+            # residual r = x - sum_j C_j[code_j] and projections p = V r:
+            #   ||r - c||^2 - ||r||^2 + sum_k w_k ((p_k - v_k.c)^2 - p_k^2)
+            # = ||c||^2 - 2 x.c + 2 sum_j C_j[code_j].c
+            #   + sum_k w_k (v_k.c)^2 - 2 sum_k w_k p_k v_k.c,
+            # read through lookup tables: x.c and v_k.c once per token, the
+            # codewords' cross products once per stage (faiss's residual
+            # quantiser uses the same tables), the beam's own terms last.
+            shared = norms[stage] - 2 * (x @ C.T)  # (m, 256)
+            if V is not None:
+                VC = V @ C.T  # (m, k, 256)
+                shared = shared + (w[:, None] * VC**2).sum(1)
+            total = loss[:, :, None] + shared[:, None, :]  # (m, b, 256)
+            if stage:
+                cross = codebooks[:stage].reshape(-1, C.shape[1]) @ C.T
+                offset = torch.arange(stage, device=x.device) * N_CODEWORDS
+                total = total + 2 * cross[codes + offset].sum(2)
+            if V is not None:
+                total = torch.baddbmm(total, P * (-2 * w), VC)
+            total = total.reshape(m, -1)
             keep = min(beam, total.shape[1])
             best, flat = torch.topk(total, keep, dim=1, largest=False)
             parent, word = flat // N_CODEWORDS, flat % N_CODEWORDS
-            rows = torch.arange(m, device=x.device)[:, None]
-            resid = resid[rows, parent] - C[word]
-            proj = [pk.reshape(m, -1)[rows, flat] for pk in new_proj]
+            if V is not None:
+                chosen = VC.gather(2, word[:, None, :].expand(-1, VC.shape[1], -1))
+                P = P[rows, parent] - chosen.transpose(1, 2)
             codes = torch.cat([codes[rows, parent], word[:, :, None]], dim=2)
             loss = best
         if codes.shape[1] < width:  # fewer partial codes than the beam
@@ -191,11 +204,36 @@ def init_codebooks(tokens, n_stages, *, n_iter, generator):
     return torch.stack(books)
 
 
-def least_squares_codebooks(tokens, codes, n_stages, ridge=1e-3):
-    """Codebooks minimising the total reconstruction error for fixed codes.
+def metric_apply(errors, directions=(), weights=()):
+    """``M e`` for each row: ``e + sum_k w_k (v_k . e) v_k`` (the score metric)."""
+    out = errors
+    for v, w in zip(directions, weights):
+        out = out + w * (v * errors).sum(1, keepdim=True) * v
+    return out
+
+
+def least_squares_codebooks(
+    tokens,
+    codes,
+    n_stages,
+    ridge=1e-3,
+    *,
+    directions=(),
+    weights=(),
+    max_cg=30,
+    tol=1e-4,
+):
+    """Codebooks minimising the total (score-metric) error for fixed codes.
 
     The decoded tokens are ``B @ C`` with ``B`` the (n, n_stages * 256) one-hot
-    code matrix, so the codebooks solve ``(B'B + ridge I) C = B' X`` jointly.
+    code matrix. Without ``directions`` the codebooks solve
+    ``(B'B + ridge I) C = B' X`` jointly. With them, each token's error is
+    measured in its own metric ``M_i = I + sum_k w_k v_ik v_ik'`` (the same
+    metric the codes are chosen in), and the codebooks solve the normal
+    equations ``sum_i b_i b_i' C M_i + ridge C = sum_i b_i x_i' M_i`` by
+    conjugate gradients preconditioned with ``B'B + ridge I``: since
+    ``I <= M_i <= (1 + sum_k w_k) I`` the preconditioned system is well
+    conditioned, and the plain solution is the starting point.
     """
     torch = import_torch()
     K = n_stages * N_CODEWORDS
@@ -206,13 +244,43 @@ def least_squares_codebooks(tokens, codes, n_stages, ridge=1e-3):
     gram.view(-1).index_add_(
         0, pair, torch.ones(pair.shape[0], dtype=tokens.dtype, device=tokens.device)
     )
-    rhs = torch.zeros(K, tokens.shape[1], dtype=tokens.dtype, device=tokens.device)
-    for s in range(n_stages):
-        rhs.index_add_(0, cols[:, s], tokens)
-    gram = gram + ridge * max(1.0, tokens.shape[0] / K) * torch.eye(
-        K, dtype=tokens.dtype, device=tokens.device
-    )
-    C = torch.linalg.solve(gram, rhs)
+    lam = ridge * max(1.0, tokens.shape[0] / K)
+    gram = gram + lam * torch.eye(K, dtype=tokens.dtype, device=tokens.device)
+
+    def scatter(rows):  # B' rows: (K, d)
+        out = torch.zeros(K, rows.shape[1], dtype=rows.dtype, device=rows.device)
+        for s in range(n_stages):
+            out.index_add_(0, cols[:, s], rows)
+        return out
+
+    factor = torch.linalg.cholesky(gram)
+    C = torch.cholesky_solve(scatter(tokens), factor)
+    if not len(directions):
+        return C.reshape(n_stages, N_CODEWORDS, -1)
+
+    def normal(C):  # (sum_i b_i b_i' C M_i + lam C)
+        decoded = C[cols[:, 0]]
+        for s in range(1, n_stages):
+            decoded += C[cols[:, s]]
+        return scatter(metric_apply(decoded, directions, weights)) + lam * C
+
+    rhs = scatter(metric_apply(tokens, directions, weights))
+    r = rhs - normal(C)
+    z = torch.cholesky_solve(r, factor)
+    p = z
+    rz = (r * z).sum()
+    scale = rhs.norm().clamp_min(1e-30)
+    for _ in range(max_cg):
+        if float(r.norm() / scale) < tol:
+            break
+        Ap = normal(p)
+        alpha = rz / (p * Ap).sum().clamp_min(1e-30)
+        C = C + alpha * p
+        r = r - alpha * Ap
+        z = torch.cholesky_solve(r, factor)
+        rz_new = (r * z).sum()
+        p = z + (rz_new / rz.clamp_min(1e-30)) * p
+        rz = rz_new
     return C.reshape(n_stages, N_CODEWORDS, -1)
 
 
@@ -266,6 +334,8 @@ def rank_refine(
     n_candidates=16,
     temperature=0.05,
     recon_weight=1.0,
+    directions=(),
+    weights=(),
     n_epochs=20,
     lr=1e-3,
     batch_size=32,
@@ -281,8 +351,10 @@ def rank_refine(
     ``max(0, margin_exact - margin_compressed)`` of the exact top document over
     every other candidate (``"margin"``: the hard negatives), each score
     divided by the number of query tokens; ``recon_weight`` times the mean
-    squared reconstruction error of a random batch of tokens keeps the
-    codebooks faithful to tokens the queries do not reach.
+    reconstruction error of a random batch of tokens, measured in each
+    token's score metric (``directions`` and ``weights``, as in
+    :func:`beam_encode`: the token's direction and its document context),
+    keeps the codebooks faithful to tokens the queries do not reach.
 
     Returns
     -------
@@ -313,6 +385,7 @@ def rank_refine(
     cand_scores, cand_docs = top.values, top.indices
     qtab = padded_documents(query_index, n_queries)  # (n_queries, max_q_len)
     C = torch.nn.Parameter(codebooks.clone())
+    stage_offset = torch.arange(codes.shape[1], device=codes.device) * N_CODEWORDS
     opt = torch.optim.Adam([C], lr=lr)
     history = []
     epochs = range(n_epochs)
@@ -325,14 +398,25 @@ def rank_refine(
         total = 0.0
         for b0 in range(0, n_queries, batch_size):
             qs = perm[b0 : b0 + batch_size]
+            # Padding trimmed to the batch's longest query and candidate.
             qrows = qtab[qs]
+            qrows = qrows[:, : int((qrows >= 0).sum(1).max())]
             qmask = qrows < 0
             Q = queries[qrows.clamp(min=0)].masked_fill(qmask[..., None], 0.0)
             rows = table[cand_docs[qs]]  # (B, K, L)
+            rows = rows[..., : int((rows >= 0).sum(-1).max())]
             dmask = rows < 0
-            dec = decode(codes[rows.clamp(min=0)].reshape(-1, codes.shape[1]), C)
-            dec = dec.reshape(*rows.shape, -1)
-            sims = torch.einsum("btd,bkld->btkl", Q, dec)
+            # Compressed scores through lookup tables q . codeword (B, t,
+            # stages * 256), summed over each token's codewords: the decoded
+            # tokens are never formed.
+            n_b, n_t = Q.shape[:2]
+            lut = torch.einsum("btd,skd->btsk", Q, C).reshape(n_b, n_t, -1)
+            words = codes[rows.clamp(min=0)] + stage_offset  # (B, K, L, S)
+            sims = (
+                torch.gather(lut, 2, words.reshape(n_b, 1, -1).expand(n_b, n_t, -1))
+                .reshape(n_b, n_t, *words.shape[1:])
+                .sum(-1)
+            )
             sims = sims.masked_fill(dmask[:, None], -math.inf).amax(3)
             s = sims.masked_fill(qmask[..., None], 0.0).sum(1) / n_tok[qs, None]
             e = cand_scores[qs]
@@ -347,7 +431,9 @@ def rank_refine(
                 term = term + torch.relu(gap_exact - gap).mean() / temperature
             sample = torch.randint(tokens.shape[0], (4096,), generator=generator)
             sample = sample.to(tokens.device)
-            recon = ((decode(codes[sample], C) - tokens[sample]) ** 2).sum(1).mean()
+            err = decode(codes[sample], C) - tokens[sample]
+            dirs = [v[sample] for v in directions]
+            recon = (err * metric_apply(err, dirs, weights)).sum(1).mean()
             objective = term + recon_weight * recon
             opt.zero_grad()
             objective.backward()
