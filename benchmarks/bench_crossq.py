@@ -226,6 +226,9 @@ ONCE_PEERS = (
     "ColBERTv2-style residual",
     "scalar (PCA + 8 bit)",
 )
+# Ablations run on every seed (the context, the issue's named part, and the
+# plain quantiser against faiss RQ); the others on the first seed.
+SEEDED_ABLATIONS = ("CrossQ context='none'", "CrossQ plain quantiser")
 ABLATIONS = {
     "CrossQ context='none'": {"context": "none"},
     "CrossQ ranking_loss=None": {"ranking_loss": None},
@@ -246,29 +249,32 @@ def _interval(triple, signed=True):
 
 
 def comparisons(results):
-    """The notes of ``results/crossq``: the paired comparisons, as text.
+    """The notes of a quality results file: the paired comparisons, as text.
 
     ``results`` holds the paired bootstrap intervals ``part_quality``
     computes (each a (value, lo, hi) triple).
     """
+    nbytes = results["bytes"]
     lines = [
         f"Docstring retrieval: {results['n_docs']} documents, "
         f"{results['n_tokens']} tokens, {results['n_eval_queries']} held-out "
         f"queries; exact MaxSim over decoded tokens; training seeds "
-        f"{results['seeds']} (faiss PQ, OPQ, the ColBERTv2-style codec and the "
-        "scalar quantiser: the first seed). Comparisons: each query's score "
-        "averaged over the seeds, paired bootstrap 95% intervals over the "
-        "evaluation queries.",
-        "- CrossQ 4 B − faiss RQ 4 B, MRR@10: "
-        + _interval(results["crossq4_minus_rq4_mrr"]),
-        "- CrossQ plain quantiser 4 B − faiss RQ 4 B, MRR@10: "
-        + _interval(results["plain4_minus_rq4_mrr"]),
-        "- CrossQ 4 B − faiss PQ 8 B, MRR@10: "
-        + _interval(results["crossq4_minus_pq8_mrr"]),
-        "- CrossQ 8 B / full precision, MRR@10: "
-        + _interval(results["crossq8_over_full_mrr"], signed=False),
+        f"{results['seeds']} (the 'seeds' column: how many each method ran). "
+        "Comparisons: each query's score averaged over the seeds, paired "
+        "bootstrap 95% intervals over the evaluation queries.",
     ]
-    for name in ABLATIONS:
+    if nbytes == 4:
+        lines += [
+            "- CrossQ 4 B − faiss RQ 4 B, MRR@10: "
+            + _interval(results["crossq4_minus_rq4_mrr"]),
+            "- CrossQ plain quantiser 4 B − faiss RQ 4 B, MRR@10: "
+            + _interval(results["plain4_minus_rq4_mrr"]),
+        ]
+    lines.append(
+        f"- CrossQ {nbytes} B / full precision, MRR@10: "
+        + _interval(results[f"crossq{nbytes}_over_full_mrr"], signed=False)
+    )
+    for name in ABLATIONS if nbytes == 4 else ():
         diff = results[f"crossq4_minus_{name}"]
         lines.append(
             f"- CrossQ 4 B − {name}: MRR@10 {_interval(diff['mrr10'])}; "
@@ -276,7 +282,6 @@ def comparisons(results):
         )
     for key, diff in results.items():
         if key.startswith("crossq") and "_minus_best_baseline(" in key:
-            nbytes = key[len("crossq") : key.index("_")]
             best = key[key.index("(") + 1 : -1]
             lines.append(
                 f"- CrossQ {nbytes} B − best baseline at {nbytes} B ({best}): "
@@ -298,84 +303,83 @@ _QUANTISERS = {
 _ABLATION_KEYS = dict(zip(("context", "ranking", "token_weight", "plain"), ABLATIONS))
 
 
-def _crossq_claims():
+def _crossq_claims(nbytes):
     row = {"method": "full precision (float32)", "bytes": 1536}
     claims = [
         Claim("full_mrr", row, "mrr10", metric="MRR@10", fmt=".3f"),
         Claim("full_mb", row, "index_mb", metric="index MB", fmt=".0f"),
     ]
     for key, method in _QUANTISERS.items():
-        for nbytes in BYTES:
-            row = {"method": method, "bytes": nbytes}
-            claims.append(
-                Claim(f"{key}_{nbytes}", row, "mrr10", metric="MRR@10", fmt=".3f")
-            )
-            if nbytes == 4:
-                claims += [
-                    Claim(
-                        f"{key}_overlap_4",
-                        row,
-                        "overlap10",
-                        metric="overlap@10",
-                        fmt=".2f",
-                    ),
-                    Claim(f"{key}_mb_4", row, "index_mb", metric="index MB", fmt=".2f"),
-                ]
-    for key, name in _ABLATION_KEYS.items():
+        row = {"method": method, "bytes": nbytes}
         claims += [
+            Claim(f"{key}_{nbytes}", row, "mrr10", metric="MRR@10", fmt=".3f"),
             Claim(
-                f"{key}_4",
-                {"method": name, "bytes": 4},
-                "mrr10",
-                metric="MRR@10",
+                f"{key}_sd_{nbytes}",
+                row,
+                "mrr10_sd",
+                metric="MRR@10, sd over seeds",
                 fmt=".3f",
             ),
             Claim(
-                f"vs_{key}",
+                f"{key}_overlap_{nbytes}",
+                row,
+                "overlap10",
+                metric="overlap@10",
+                fmt=".2f",
+            ),
+            Claim(f"{key}_mb_{nbytes}", row, "index_mb", metric="index MB", fmt=".2f"),
+        ]
+    if nbytes == 4:
+        for key, name in _ABLATION_KEYS.items():
+            claims += [
+                Claim(
+                    f"{key}_4",
+                    {"method": name, "bytes": 4},
+                    "mrr10",
+                    metric="MRR@10",
+                    fmt=".3f",
+                ),
+                Claim(
+                    f"vs_{key}",
+                    None,
+                    f"MRR@10, CrossQ 4 B - {name}",
+                    notes=rf"CrossQ 4 B − {re.escape(name)}: MRR@10 (\S+ \[[^\]]*\])",
+                ),
+            ]
+        claims += [
+            Claim(
+                "vs_rq4",
                 None,
-                f"MRR@10, CrossQ 4 B - {name}",
-                notes=rf"CrossQ 4 B − {re.escape(name)}: MRR@10 (\S+ \[[^\]]*\])",
+                "MRR@10, CrossQ 4 B - faiss RQ 4 B",
+                notes=r"- CrossQ 4 B − faiss RQ 4 B, MRR@10: (\S+ \[[^\]]*\])",
+            ),
+            Claim(
+                "plain_vs_rq4",
+                None,
+                "MRR@10, CrossQ plain quantiser 4 B - faiss RQ 4 B",
+                notes=r"CrossQ plain quantiser 4 B − faiss RQ 4 B, MRR@10: "
+                r"(\S+ \[[^\]]*\])",
             ),
         ]
-    claims += [
+    claims.append(
         Claim(
-            "vs_rq4",
+            f"of_full_{nbytes}",
             None,
-            "MRR@10, CrossQ 4 B - faiss RQ 4 B",
-            notes=r"- CrossQ 4 B − faiss RQ 4 B, MRR@10: (\S+ \[[^\]]*\])",
-        ),
-        Claim(
-            "plain_vs_rq4",
-            None,
-            "MRR@10, CrossQ plain quantiser 4 B - faiss RQ 4 B",
-            notes=r"CrossQ plain quantiser 4 B − faiss RQ 4 B, MRR@10: "
-            r"(\S+ \[[^\]]*\])",
-        ),
-        Claim(
-            "vs_pq8",
-            None,
-            "MRR@10, CrossQ 4 B - faiss PQ 8 B",
-            notes=r"CrossQ 4 B − faiss PQ 8 B, MRR@10: (\S+ \[[^\]]*\])",
-        ),
-        Claim(
-            "of_full_8",
-            None,
-            "MRR@10, CrossQ 8 B / full precision",
-            notes=r"CrossQ 8 B / full precision, MRR@10: (\S+ \[[^\]]*\])",
-        ),
-    ]
-    for nbytes in BYTES:
-        for metric in ("MRR@10", "overlap@10"):
-            key = "mrr" if metric == "MRR@10" else "overlap"
-            claims.append(
-                Claim(
-                    f"vs_best_{key}_{nbytes}",
-                    None,
-                    f"{metric}, CrossQ {nbytes} B - the best baseline at {nbytes} B",
-                    notes=rf"CrossQ {nbytes} B − best baseline at {nbytes} B "
-                    rf"\([^)]*\):[^\n]*?{metric} (\S+ \[[^\]]*\])",
-                )
+            f"MRR@10, CrossQ {nbytes} B / full precision",
+            notes=rf"CrossQ {nbytes} B / full precision, MRR@10: (\S+ \[[^\]]*\])",
+        )
+    )
+    for metric in ("MRR@10", "overlap@10"):
+        key = "mrr" if metric == "MRR@10" else "overlap"
+        claims.append(
+            Claim(
+                f"vs_best_{key}_{nbytes}",
+                None,
+                f"{metric}, CrossQ {nbytes} B - the best baseline at {nbytes} B",
+                notes=rf"CrossQ {nbytes} B − best baseline at {nbytes} B "
+                rf"\([^)]*\):[^\n]*?{metric} (\S+ \[[^\]]*\])",
             )
+        )
     return claims
 
 
@@ -424,46 +428,63 @@ def _speed_claims():
     return claims
 
 
+def results_name(nbytes):
+    """The quality results of one size: 4 bytes (with the ablations) or another."""
+    return "crossq" if nbytes == 4 else f"crossq_{nbytes}b"
+
+
 _DATA = (
     "the 1,235 docstrings of load_docstring_retrieval embedded token by token "
     "with all-MiniLM-L6-v2 (216,740 tokens, 384 dimensions); even-numbered "
     "queries train, 300 odd-numbered queries evaluate"
 )
-LEDGER = {
-    "crossq": Ledger(
-        "CrossQCompressor, LateInteractionIndex",
-        _DATA,
-        "training seeds 0, 1, 2 (CrossQ, its ablations, faiss RQ and LSQ); "
-        "faiss PQ, OPQ, the ColBERTv2-style codec and the scalar quantiser on "
-        "seed 0; intervals: paired bootstrap over 300 queries of the "
-        "seed-averaged scores",
-        {
-            "ours": "CrossQCompressor at its defaults (bytes_per_token 2, 4, 8), "
-            "no tuning on the evaluation queries (its design was compared on "
-            "seed 100 with queries 0 and 2 mod 4 only); the ablations change "
-            "one parameter each, the plain quantiser three",
-            "peers": "faiss ResidualQuantizer (beam 8, against faiss's default "
-            "5) and LocalSearchQuantizer at their defaults, faiss PQ and OPQ "
-            "(each trained on a 100,000-token sample of the seed), a "
-            "ColBERTv2-style residual codec (4,096 k-means centroids on 50,000 "
-            "tokens) and PCA + 8-bit scalar quantisation, at the same bytes per "
-            "token; all scored by the same exact MaxSim",
-        },
-        _crossq_claims(),
-    ),
-    "crossq_speed": Ledger(
-        "CrossQCompressor, LateInteractionIndex",
-        _DATA,
-        "seed 0; run alone on an otherwise idle machine",
-        {
-            "ours": "CrossQCompressor's fit at its defaults on every token "
-            "with the training queries",
-            "peers": "faiss ResidualQuantizer training (beam 8) on the same "
-            "tokens; faiss IndexFlatIP for the query rates",
-        },
-        _speed_claims(),
-    ),
+_QUALITY_SEEDS = (
+    "training seeds 0, 1, 2 for CrossQ, faiss RQ and LSQ{ablations}; faiss "
+    "PQ, OPQ, the ColBERTv2-style codec and the scalar quantiser on seed 0; "
+    "intervals: paired bootstrap over 300 queries of the seed-averaged scores"
+)
+_QUALITY_BUDGET = {
+    "ours": "CrossQCompressor at its defaults, no tuning on the evaluation "
+    "queries (its design was compared on seed 100 with queries 0 and 2 mod 4 "
+    "only); the ablations change one parameter each, the plain quantiser three",
+    "peers": "faiss ResidualQuantizer (beam 8, against faiss's default 5) and "
+    "LocalSearchQuantizer at their defaults, faiss PQ and OPQ (each trained on "
+    "a 100,000-token sample of the seed), a ColBERTv2-style residual codec "
+    "(4,096 k-means centroids on 50,000 tokens) and PCA + 8-bit scalar "
+    "quantisation, at the same bytes per token; all scored by the same exact "
+    "MaxSim",
 }
+LEDGER = {
+    results_name(nbytes): Ledger(
+        "CrossQCompressor",
+        _DATA + f"; {nbytes} bytes per token",
+        _QUALITY_SEEDS.format(
+            ablations=" and, at 4 bytes, the context and plain-quantiser "
+            "ablations (the other two ablations on seed 0)"
+            if nbytes == 4
+            else ""
+        ),
+        _QUALITY_BUDGET,
+        _crossq_claims(nbytes),
+    )
+    for nbytes in BYTES
+}
+LEDGER.update(
+    {
+        "crossq_speed": Ledger(
+            "CrossQCompressor, LateInteractionIndex",
+            _DATA,
+            "seed 0; run alone on an otherwise idle machine",
+            {
+                "ours": "CrossQCompressor's fit at its defaults on every token "
+                "with the training queries",
+                "peers": "faiss ResidualQuantizer training (beam 8) on the same "
+                "tokens; faiss IndexFlatIP for the query rates",
+            },
+            _speed_claims(),
+        ),
+    }
+)
 
 
 def _load(n_docs_limit):
@@ -481,7 +502,9 @@ def _load(n_docs_limit):
 
 
 def part_quality(args):
+    """One size per run (``--bytes``): the peers, CrossQ and, at 4 B, its ablations."""
     rng = np.random.default_rng(0)
+    nbytes = args.bytes
     doc_emb, doc_ids, q_emb, q_ids, n_docs, X, Q_train = _load(args.n_docs)
     eval_q = np.arange(1, n_docs, 2)[: args.n_eval]
     me = np.isin(q_ids, eval_q)
@@ -492,6 +515,7 @@ def part_quality(args):
         "n_tokens": int(len(doc_emb)),
         "n_eval_queries": len(eval_q),
         "seeds": ", ".join(map(str, seeds)),
+        "bytes": nbytes,
         "rows": [],
     }
 
@@ -517,11 +541,11 @@ def part_quality(args):
         _, s = maxsim_scores(decoded, doc_ids, Q_eval)
         return reciprocal_ranks(s, eval_q), overlaps(s, exact_top)
 
-    def record(name, nbytes, runs, stored):
+    def record(name, runs, stored):
         """runs: one (rr, overlap, build seconds) per seed."""
         rr = np.mean([r[0] for r in runs], axis=0)
         ov = np.mean([r[1] for r in runs], axis=0)
-        per_query[f"{name}@{nbytes}"] = (rr, ov)
+        per_query[name] = (rr, ov)
         per_seed = [r[0].mean() for r in runs]
         results["rows"].append(
             {
@@ -551,68 +575,60 @@ def part_quality(args):
         for seed in seeds
     }
 
-    def decoded_run(method, nbytes, seed):
+    def decoded_run(method, seed):
         t = time.perf_counter()
         decoded = decode_peer(method, samples[seed], doc_emb, nbytes, seed)
         build = time.perf_counter() - t
         return (*evaluate(decoded), build)
 
-    for nbytes in (4, 8, 2):  # the targets' sizes first
-        for name in ONCE_PEERS + SEEDED_PEERS:
-            runs = [
-                decoded_run(name, nbytes, seed)
-                for seed in (seeds if name in SEEDED_PEERS else seeds[:1])
-            ]
-            stored = baseline_bytes(name, nbytes, len(doc_emb), n_docs)
-            record(name, nbytes, runs, stored)
-        variants = [("CrossQ", {})]
-        if nbytes == 4:
-            variants += list(ABLATIONS.items())
-        for name, params in variants:
-            runs = []
-            for seed in seeds:
-                t = time.perf_counter()
-                cq = CrossQCompressor(nbytes, random_state=seed, **params)
-                decoded = cq.fit(X, queries=Q_train).decode(cq.encode(X))
-                build = time.perf_counter() - t
-                runs.append((*evaluate(decoded), build))
-            record(name, nbytes, runs, cq.index_bytes(len(doc_emb), n_docs))
+    for name in ONCE_PEERS + SEEDED_PEERS:
+        runs = [
+            decoded_run(name, seed)
+            for seed in (seeds if name in SEEDED_PEERS else seeds[:1])
+        ]
+        record(name, runs, baseline_bytes(name, nbytes, len(doc_emb), n_docs))
+    variants = [("CrossQ", {}, seeds)]
+    if nbytes == 4:
+        variants += [
+            (name, params, seeds if name in SEEDED_ABLATIONS else seeds[:1])
+            for name, params in ABLATIONS.items()
+        ]
+    for name, params, variant_seeds in variants:
+        runs = []
+        for seed in variant_seeds:
+            t = time.perf_counter()
+            cq = CrossQCompressor(nbytes, random_state=seed, **params)
+            decoded = cq.fit(X, queries=Q_train).decode(cq.encode(X))
+            build = time.perf_counter() - t
+            runs.append((*evaluate(decoded), build))
+        record(name, runs, cq.index_bytes(len(doc_emb), n_docs))
 
     # Targets, with paired bootstrap intervals over the evaluation queries.
-    cq4 = per_query["CrossQ@4"]
-    results["crossq4_minus_rq4_mrr"] = paired_ci(
-        cq4[0], per_query["faiss RQ@4"][0], rng
-    )
-    results["plain4_minus_rq4_mrr"] = paired_ci(
-        per_query["CrossQ plain quantiser@4"][0], per_query["faiss RQ@4"][0], rng
-    )
-    results["crossq4_minus_pq8_mrr"] = paired_ci(
-        cq4[0], per_query["faiss PQ@8"][0], rng
-    )
-    results["crossq8_over_full_mrr"] = ratio_ci(per_query["CrossQ@8"][0], rr_full, rng)
-    for name in ABLATIONS:
-        results[f"crossq4_minus_{name}"] = {
-            "mrr10": paired_ci(cq4[0], per_query[f"{name}@4"][0], rng),
-            "overlap10": paired_ci(cq4[1], per_query[f"{name}@4"][1], rng),
-        }
-    for b in BYTES:
-        best = max(
-            SEEDED_PEERS + ONCE_PEERS, key=lambda n: per_query[f"{n}@{b}"][0].mean()
+    ours = per_query["CrossQ"]
+    if nbytes == 4:
+        results["crossq4_minus_rq4_mrr"] = paired_ci(
+            ours[0], per_query["faiss RQ"][0], rng
         )
-        results[f"crossq{b}_minus_best_baseline({best})"] = {
-            "mrr10": paired_ci(
-                per_query[f"CrossQ@{b}"][0], per_query[f"{best}@{b}"][0], rng
-            ),
-            "overlap10": paired_ci(
-                per_query[f"CrossQ@{b}"][1], per_query[f"{best}@{b}"][1], rng
-            ),
-        }
+        results["plain4_minus_rq4_mrr"] = paired_ci(
+            per_query["CrossQ plain quantiser"][0], per_query["faiss RQ"][0], rng
+        )
+        for name in ABLATIONS:
+            results[f"crossq4_minus_{name}"] = {
+                "mrr10": paired_ci(ours[0], per_query[name][0], rng),
+                "overlap10": paired_ci(ours[1], per_query[name][1], rng),
+            }
+    results[f"crossq{nbytes}_over_full_mrr"] = ratio_ci(ours[0], rr_full, rng)
+    best = max(SEEDED_PEERS + ONCE_PEERS, key=lambda n: per_query[n][0].mean())
+    results[f"crossq{nbytes}_minus_best_baseline({best})"] = {
+        "mrr10": paired_ci(ours[0], per_query[best][0], rng),
+        "overlap10": paired_ci(ours[1], per_query[best][1], rng),
+    }
     notes = comparisons(results)
     if args.n_docs is not None:
         print(notes)
         return
     write_results(
-        "crossq",
+        results_name(nbytes),
         [
             {
                 k: v
@@ -625,7 +641,8 @@ def part_quality(args):
             for row in results["rows"]
         ],
         COLUMNS,
-        title="CrossQ against footprint-matched quantisers: docstring retrieval",
+        title=f"CrossQ against footprint-matched quantisers at {nbytes} bytes per "
+        "token: docstring retrieval",
         notes=notes,
     )
 
@@ -700,6 +717,9 @@ def main():
     )
     parser.add_argument("--n-eval", type=int, default=300)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--bytes", type=int, choices=BYTES, default=4, help="quality: the size"
+    )
     parser.add_argument(
         "--n-docs", type=int, default=None, help="first N documents only (a smoke run)"
     )

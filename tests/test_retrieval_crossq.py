@@ -55,15 +55,25 @@ def fitted():
 
 def test_codes_are_uint8_of_the_asked_width_and_decode_without_context(fitted):
     cq, X, ids, tok, _ = fitted
-    codes = cq.transform(X)
+    codes = cq.encode(X)
     assert codes.shape == (len(X), 2) and codes.dtype == np.uint8
-    # inverse_transform takes the codes alone: no document, no context
-    assert list(inspect.signature(cq.inverse_transform).parameters) == ["codes"]
-    dec = cq.inverse_transform(codes)
+    # decode takes the codes alone: no document, no context
+    assert list(inspect.signature(cq.decode).parameters) == ["codes"]
+    dec = cq.decode(codes)
     assert dec.shape == tok.shape
     # decoding is the sum of the chosen codewords
     expected = cq.codebooks_[0, codes[:, 0]] + cq.codebooks_[1, codes[:, 1]]
     np.testing.assert_allclose(dec, expected, rtol=1e-6)
+    # transform keeps the document id beside the same codes, and
+    # inverse_transform gives back X's shape with the ids in their column
+    Xt = cq.transform(X)
+    assert Xt.shape == (len(X), 3)
+    np.testing.assert_array_equal(Xt[:, 0], ids)
+    np.testing.assert_array_equal(Xt[:, 1:], codes)
+    back = cq.inverse_transform(Xt)
+    assert back.shape == X.shape
+    np.testing.assert_array_equal(back[:, 0], ids)
+    np.testing.assert_allclose(back[:, 1:], dec, rtol=1e-6)
     # and reconstructs far better than the mean token does
     err = ((dec - tok) ** 2).sum(1).mean()
     assert err < 0.5 * ((tok - tok.mean(0)) ** 2).sum(1).mean()
@@ -78,19 +88,19 @@ def test_fit_transform_equals_fit_then_transform():
 
 def test_the_code_of_a_token_depends_on_its_document_context(fitted):
     cq, X, ids, tok, _ = fitted
-    base = cq.transform(X[ids < 2])
+    base = cq.encode(X[ids < 2])
     # Encoding a document does not depend on which other documents come along.
-    np.testing.assert_array_equal(cq.transform(X)[ids < 2], base)
+    np.testing.assert_array_equal(cq.encode(X)[ids < 2], base)
     # A token alone in a document vs. among its document's tokens:
     alone = X[ids < 2].copy()
     alone[:, 0] = np.arange(len(alone)) + 100
-    changed = (cq.transform(alone) != base).any(1).mean()
+    changed = (cq.encode(alone) != base).any(1).mean()
     assert changed > 0.05
     # Without context the code ignores the document.
     plain = CrossQCompressor(
         2, context="none", n_epochs=0, random_state=0, device="cpu"
     ).fit(X)
-    np.testing.assert_array_equal(plain.transform(alone), plain.transform(X[ids < 2]))
+    np.testing.assert_array_equal(plain.encode(alone), plain.encode(X[ids < 2]))
 
 
 def test_token_weight_keeps_the_score_along_the_token():
@@ -106,7 +116,7 @@ def test_token_weight_keeps_the_score_along_the_token():
     aniso = CrossQCompressor(2, token_weight=10.0, **common).fit(X)
 
     def parallel_error(model):
-        dec = model.inverse_transform(model.transform(X))
+        dec = model.decode(model.encode(X))
         return np.abs((dec * tok).sum(1) - 1.0).mean()
 
     assert parallel_error(aniso) < 0.7 * parallel_error(iso)
@@ -134,8 +144,8 @@ def test_index_matches_the_maxsim_reference_full_and_compressed(fitted):
     np.testing.assert_allclose(scores, _maxsim_reference(Q, X), rtol=1e-5, atol=1e-5)
     # Over codes: MaxSim of the decoded tokens, by lookup tables (few query
     # tokens) and by decoding (many), the same.
-    index = LateInteractionIndex(cq).add(X)
-    decoded = np.column_stack([ids, cq.inverse_transform(cq.transform(X))])
+    index = LateInteractionIndex(cq, n_probe=None).add(X)  # exhaustive
+    decoded = cq.inverse_transform(cq.transform(X))
     ref = _maxsim_reference(Q, decoded)
     np.testing.assert_allclose(index.scores(Q[:8])[1], ref[:2], rtol=1e-4, atol=1e-4)
     many = np.vstack([Q] * 10)
@@ -145,7 +155,7 @@ def test_index_matches_the_maxsim_reference_full_and_compressed(fitted):
         big[: len(np.unique(Q[:, 0]))], ref, rtol=1e-4, atol=1e-4
     )
     # Search: the planted relevant document comes first for most queries.
-    top, top_scores = index.search(Q, k=5)
+    top_scores, top = index.search(Q, k=5)  # faiss's order
     assert top.shape == (30, 5) and np.all(np.diff(top_scores, axis=1) <= 0)
     assert (top[:, 0] == qids).mean() > 0.8
     assert index.stored_bytes() == cq.index_bytes(len(X), 40)
@@ -165,12 +175,17 @@ def test_index_add_in_parts_equals_add_at_once(fitted):
 
 def test_bad_input_gets_clear_errors(fitted):
     cq, X, _, _, Q = fitted
+    # codes of another width
     with pytest.raises(ValueError, match=r"codes must have shape \(n_tokens, 2\)"):
-        cq.inverse_transform(np.zeros((5, 3), dtype=np.uint8))
+        cq.decode(np.zeros((5, 3), dtype=np.uint8))
     with pytest.raises(ValueError, match=r"integers in \[0, 255\]"):
-        cq.inverse_transform(np.full((5, 2), 0.5))
+        cq.decode(np.full((5, 2), 0.5))
     with pytest.raises(ValueError, match=r"integers in \[0, 255\]"):
-        cq.inverse_transform(np.full((5, 2), 300))
+        cq.decode(np.full((5, 2), 300))
+    with pytest.raises(ValueError, match=r"shape \(n_tokens, 3\), the document id"):
+        cq.inverse_transform(np.zeros((5, 2), dtype=np.uint8))
+    with pytest.raises(ValueError, match=r"integers in \[0, 255\]"):
+        cq.inverse_transform(np.column_stack([np.arange(5), np.full((5, 2), 256)]))
     bad = X.copy()
     bad[0, 0] = 0.5
     with pytest.raises(ValueError, match="document id column 0 of X must hold integ"):
@@ -254,10 +269,9 @@ def test_ids_above_2_24_are_kept_apart_in_float64():
 def test_no_constraint_on_the_dimension():
     # The residual layout has full-dimensional codewords: any dim works.
     X, _, _ = _documents(n_docs=10, dim=13)
-    codes = CrossQCompressor(3, n_epochs=1, random_state=0, device="cpu").fit_transform(
-        X
-    )
-    assert codes.shape == (120, 3)
+    cq = CrossQCompressor(3, n_epochs=1, random_state=0, device="cpu").fit(X)
+    assert cq.encode(X).shape == (120, 3)
+    assert cq.inverse_transform(cq.transform(X)).shape == (120, 14)
 
 
 def test_docstring_retrieval_set_is_frozen_and_well_formed():

@@ -45,24 +45,30 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
     decoded token is the sum of the chosen codewords) and makes the codes
     serve the ranking rather than the reconstruction:
 
-    * **context-conditioned codes**: the code of a token minimises a score
-      distortion ``e'(I + token_weight u u' + context_weight c c')e`` of its
-      error ``e``, where ``u`` is the token's direction and ``c`` its document
-      context (``context="mean"``: the document's mean token;
-      ``"attention"``: a softmax-attention mean of the document's tokens around
-      it), so errors along the directions that relevant query tokens share
-      with the token and its document cost the most. The context is computed
-      from the document's tokens when they are encoded and is **not stored**:
-      :meth:`inverse_transform` decodes from the codes alone;
-    * **ranking-aligned codebooks**: after a reconstruction fit (residual
-      k-means, then joint least squares), the codebooks are refined by Adam on
+    * **context-conditioned codes and codebooks**: the code of a token
+      minimises a score distortion ``e'(I + token_weight u u' +
+      context_weight c c')e`` of its error ``e``, where ``u`` is the token's
+      direction and ``c`` its document context (``context="mean"``: the
+      document's mean token; ``"attention"``: a softmax-attention mean of the
+      document's tokens around it), so errors along the directions that
+      relevant query tokens share with the token and its document cost the
+      most. The codebooks are fitted in the same metric: after a residual
+      k-means start, each round encodes every token in its metric and solves
+      the codebooks for the metric-weighted error (preconditioned conjugate
+      gradients on the normal equations), and the refinement below keeps the
+      metric-weighted error as its reconstruction term. The context is
+      computed from the document's tokens when they are encoded and is **not
+      stored**: :meth:`decode` reads the codes alone;
+    * **ranking-aligned codebooks**: the codebooks are then refined by Adam on
       training queries so that the compressed MaxSim scores of each query's
       exact top candidates keep the exact score distribution and the exact
       top document keeps its margin over the hard negatives
       (``ranking_loss``); then the tokens are encoded again.
 
     ``context="none"`` with ``token_weight=0`` and ``ranking_loss=None`` is a
-    plain learned residual quantiser, the ablation.
+    plain learned residual quantiser (residual k-means, then rounds of beam
+    encoding and a joint least-squares solve), the ablation that
+    ``benchmarks/bench_crossq.py`` runs beside faiss's residual quantiser.
 
     Parameters
     ----------
@@ -386,12 +392,25 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         self.codebooks_ = to_numpy(books, dtype=np.float32)
         return self
 
+    def _codes(self, X):
+        """(uint8 codes in X's row order, document ids) of the tokens of X."""
+        torch = import_torch()
+        tokens, groups = self._split(X, fitting=False)
+        device = self._inference_device()
+        order, T, g, n_groups = self._prepare(tokens, groups, device)
+        books = to_tensor(self.codebooks_, dtype=torch.float32, device=device)
+        codes = self._encode(T, g, n_groups, books)
+        out = np.empty((tokens.shape[0], codes.shape[1]), dtype=np.uint8)
+        out[order] = codes.cpu().numpy().astype(np.uint8)
+        return out, groups
+
     def encode(self, X):
         """The stored codes of tokens: one byte per stage, no document id.
 
         What an index stores (as faiss's ``sa_encode`` returns it): each token
         encoded given its document's context, computed from the tokens of X
-        with the same document id.
+        with the same document id. :meth:`transform` returns the same codes
+        beside the document id column.
 
         Parameters
         ----------
@@ -403,15 +422,7 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
         codes : ndarray of shape (n_tokens, bytes_per_token), uint8
             One codeword index per stage for each token, in the row order of X.
         """
-        torch = import_torch()
-        tokens, groups = self._split(X, fitting=False)
-        device = self._inference_device()
-        order, T, g, n_groups = self._prepare(tokens, groups, device)
-        books = to_tensor(self.codebooks_, dtype=torch.float32, device=device)
-        codes = self._encode(T, g, n_groups, books)
-        out = np.empty((tokens.shape[0], codes.shape[1]), dtype=np.uint8)
-        out[order] = codes.cpu().numpy().astype(np.uint8)
-        return out
+        return self._codes(X)[0]
 
     def decode(self, codes):
         """Token embeddings from their codes alone (no context is stored).
@@ -442,38 +453,57 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
 
         Returns
         -------
-        codes : ndarray of shape (n_tokens, bytes_per_token), uint8
-            One codeword index per stage for each token, in the row order of X.
+        Xt : ndarray
+            With ``group_column=None``: the codes, shape (n_tokens,
+            bytes_per_token), uint8, as :meth:`encode` returns them. With a
+            document id column: shape (n_tokens, 1 + bytes_per_token), int64,
+            the document id in column 0 and the codes after it, so that
+            :meth:`inverse_transform` gives back X's shape, the id column in
+            its place. Rows in the order of X.
         """
-        torch = import_torch()
-        tokens, groups = self._split(X, fitting=False)
-        device = self._inference_device()
-        order, T, g, n_groups = self._prepare(tokens, groups, device)
-        books = to_tensor(self.codebooks_, dtype=torch.float32, device=device)
-        codes = self._encode(T, g, n_groups, books)
-        out = np.empty((tokens.shape[0], codes.shape[1]), dtype=np.uint8)
-        out[order] = codes.cpu().numpy().astype(np.uint8)
-        return out
+        codes, groups = self._codes(X)
+        if self.group_column_index_ is None:
+            return codes
+        return np.column_stack([groups, codes]).astype(np.int64)
 
-    def inverse_transform(self, codes):
-        """Decode codes to token embeddings, from the codes alone.
+    def inverse_transform(self, X):
+        """Decode to X's layout: the decoded tokens and the document ids.
 
-        No document context is needed (none is stored).
+        No document context is needed (none is stored): the tokens come from
+        the codes alone, as :meth:`decode` gives them.
 
         Parameters
         ----------
-        codes : array-like of shape (n_tokens, bytes_per_token)
-            Integers in [0, 255], as :meth:`transform` returns them.
+        X : array-like
+            What :meth:`transform` returns: with a document id column, shape
+            (n_tokens, 1 + bytes_per_token), the id in column 0; without one,
+            the codes, shape (n_tokens, bytes_per_token).
 
         Returns
         -------
-        tokens : ndarray of shape (n_tokens, n_dims), float32
-            The decoded embeddings (without the document id column).
+        X_original : ndarray of shape (n_tokens, n_features_in_)
+            With a document id column: float64, the ids in ``group_column``
+            and the decoded embeddings in the other columns, as in fit's X.
+            Without one: the decoded embeddings, float32.
         """
         check_is_fitted(self)
-        codes = self._check_codes(codes)
-        stages = np.arange(self.codebooks_.shape[0])
-        return self.codebooks_[stages, codes.astype(np.intp)].sum(axis=1)
+        c = self.group_column_index_
+        if c is None:
+            return self.decode(X)
+        X = np.asarray(X)
+        width = 1 + self.bytes_per_token
+        if X.ndim != 2 or X.shape[1] != width:
+            raise ValueError(
+                f"inverse_transform takes what transform returns: shape (n_tokens, "
+                f"{width}), the document id in column 0 and {self.bytes_per_token} "
+                f"code columns (bytes_per_token={self.bytes_per_token}); got shape "
+                f"{X.shape}. decode() takes the codes without the id column."
+            )
+        tokens = self.decode(X[:, 1:])
+        out = np.empty((X.shape[0], self.n_features_in_), dtype=np.float64)
+        out[:, c] = X[:, 0]
+        out[:, np.arange(self.n_features_in_) != c] = tokens
+        return out
 
     def _check_codes(self, codes):
         codes = np.asarray(codes)
