@@ -705,6 +705,76 @@ def check_pareto_selection_on_gpu():
     return row
 
 
+def check_late_interaction_on_gpu():
+    """LateInteractionIndex over CrossQ codes, searched on the device.
+
+    2,000 planted-topic documents: the candidate search and the exhaustive
+    search on the GPU must return the CPU's top 10 (overlap@10 >= 0.95 and
+    the scores within float32 noise), and an index saved from the GPU must
+    load and search alike on the CPU.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from sklearn_ext.retrieval import CrossQCompressor, LateInteractionIndex
+
+    rng = np.random.default_rng(0)
+    n_docs, dim = 2000, 32
+    topics = rng.normal(size=(50, dim))
+    doc_topic = rng.integers(50, size=n_docs)
+    lengths = rng.integers(20, 40, size=n_docs)
+    ids = np.repeat(np.arange(n_docs), lengths)
+    tokens = topics[doc_topic[ids]] + rng.normal(size=(len(ids), dim))
+    tokens /= np.linalg.norm(tokens, axis=1, keepdims=True)
+    X = np.column_stack([ids, tokens])
+    q_docs = rng.choice(n_docs, 40, replace=False)
+    Q = np.vstack(
+        [np.column_stack([np.full(8, q), X[ids == q][:8, 1:]]) for q in q_docs]
+    )
+    cq = CrossQCompressor(4, n_epochs=0, device="cpu", random_state=0).fit(X)
+    found, scores = {}, {}
+    for key, device in (("cpu", "cpu"), ("cuda", GPU)):
+        for mode, n_probe in (("candidates", 16), ("exhaustive", None)):
+            index = LateInteractionIndex(cq, n_probe=n_probe, device=device).add(X)
+            scores[key, mode], found[key, mode] = index.search(Q, k=10)
+    overlap = {
+        mode: float(
+            np.mean(
+                [
+                    len(set(a) & set(b)) / 10
+                    for a, b in zip(found["cpu", mode], found["cuda", mode])
+                ]
+            )
+        )
+        for mode in ("candidates", "exhaustive")
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "index.npz"
+        index.save(path)
+        loaded = LateInteractionIndex.load(path, device="cpu")
+        same = bool(
+            np.array_equal(loaded.search(Q, k=10)[1], found["cpu", "exhaustive"])
+        )
+    return {
+        "estimator": "LateInteractionIndex (CrossQ codes)",
+        "device_": GPU,
+        "overlap@10": overlap,
+        "conditions": {
+            "candidates_overlap_0.95": overlap["candidates"] >= 0.95,
+            "exhaustive_overlap_0.95": overlap["exhaustive"] >= 0.95,
+            "scores_close": bool(
+                np.allclose(
+                    scores["cpu", "exhaustive"],
+                    scores["cuda", "exhaustive"],
+                    rtol=1e-4,
+                    atol=1e-4,
+                )
+            ),
+            "saved_on_gpu_loads_on_cpu": same,
+        },
+    }
+
+
 EXTRA_CHECKS = (
     ("LagrangianActorCritic (dedicated)", lambda: check_lagrangian_on_gpu("dedicated")),
     ("LagrangianActorCritic (mixed)", lambda: check_lagrangian_on_gpu("mixed")),
@@ -717,6 +787,7 @@ EXTRA_CHECKS = (
     ("FederatedMultiViewClustering private", check_private_fedmvc_on_gpu),
     ("IMVC on mfeat", check_imvc_mfeat_defaults),
     ("TGINEE directed", check_tginee_directed_missing),
+    ("LateInteractionIndex", check_late_interaction_on_gpu),
 )
 
 

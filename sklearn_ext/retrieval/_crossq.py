@@ -156,11 +156,13 @@ class CrossQCompressor(TransformerMixin, TorchDeviceMixin, BaseEstimator):
     >>> emb /= np.linalg.norm(emb, axis=1, keepdims=True)
     >>> X = np.column_stack([np.repeat(np.arange(30), 20), emb])
     >>> cq = CrossQCompressor(bytes_per_token=2, n_epochs=2, random_state=0)
-    >>> codes = cq.fit(X).transform(X)
+    >>> codes = cq.fit(X).encode(X)
     >>> codes.shape, codes.dtype
     ((600, 2), dtype('uint8'))
-    >>> cq.inverse_transform(codes).shape
+    >>> cq.decode(codes).shape
     (600, 16)
+    >>> cq.inverse_transform(cq.transform(X)).shape  # X's layout, ids included
+    (600, 17)
     """
 
     _paper = (
