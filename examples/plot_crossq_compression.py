@@ -81,14 +81,15 @@ for name, (mrr, overlap, mb) in results.items():
     print(f"{name:12s} MRR@10 {mrr:.3f}  overlap@10 {overlap:.2f}  {mb:7.2f} MB")
 
 # %%
-# On this small subset (200 documents, 100 training queries) CrossQ does not
-# beat the reconstruction-only quantiser at 2 bytes: both are within a few
-# hundredths of MRR@10, and the plain codes keep more of the exact top 10. CrossQ's gain
-# over footprint-matched quantisers shows on the whole set, 1,235 documents
-# and 618 training queries (``benchmarks/bench_crossq.py``: at 4 bytes
-# :claim:`crossq.crossq_4` against :claim:`crossq.ranking_4` without the
-# ranking losses and :claim:`crossq.pq_4` for faiss PQ); see the user guide
-# for the figures and for when to prefer a baseline.
+# On this small subset (200 documents, 100 training queries) the lines above
+# compare CrossQ with the reconstruction-only quantiser at 2 bytes, on one
+# seed. The benchmark (``benchmarks/bench_crossq.py``) compares them on the
+# first 400 documents over three training seeds, beside faiss's quantisers:
+# at 4 bytes :claim:`crossq.crossq_4` against :claim:`crossq.plain_4` for the
+# plain learned residual quantiser, :claim:`crossq.rq_4` for faiss's residual
+# quantiser, :claim:`crossq.lsq_4` for its local-search quantiser and
+# :claim:`crossq.pq_4` for faiss PQ; see the user guide for the figures and
+# for when to prefer a baseline.
 #
 # MRR@10 against the stored size
 # ------------------------------
