@@ -867,7 +867,7 @@ class LateInteractionIndex:
         return [(best_s[q], best_i[q]) for q in range(n_queries)]
 
     def candidate_counts(self, Q, k=10):
-        """Documents a search of each query reaches and scores exactly.
+        """Count the documents a search of each query reaches and scores exactly.
 
         Parameters
         ----------
