@@ -73,7 +73,7 @@ from sklearn_ext.coordination import (
     SheafADMMSudokuSolver,
     patch_grid,
 )
-from sklearn_ext.coordination._sheaf_admm_nn import SheafADMM
+from sklearn_ext.coordination._sheaf_layer import SheafADMM
 from sklearn_ext.datasets import make_mazes, make_sudoku
 
 # --- part 1 ---------------------------------------------------------------------

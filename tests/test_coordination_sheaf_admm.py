@@ -9,7 +9,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from sklearn_ext.coordination import SheafADMMClassifier, patch_grid
-from sklearn_ext.coordination._sheaf_admm_nn import SheafADMM
+from sklearn_ext.coordination._sheaf_layer import SheafADMM
 
 
 def _problem(seed, n=5, d_v=4, batch=2):

@@ -20,7 +20,7 @@ def sheaf_admm():
         SheafADMMMazeSolver,
         SheafADMMSudokuSolver,
     )
-    from sklearn_ext.coordination._sheaf_admm_nn import SheafADMM
+    from sklearn_ext.coordination._sheaf_layer import SheafADMM
     from sklearn_ext.datasets import make_mazes, make_sudoku
 
     rng = np.random.default_rng(0)
