@@ -48,9 +48,13 @@ class FittedCNN:
         return float(np.mean(pred == y))
 
 
-def fit_cnn(X, y, seed, epochs=150, batch=128, lr=3e-3):
+def fit_cnn(X, y, seed, epochs=150, batch=128, lr=3e-3, patch_dropout=0.0):
     """Adam on the cross-entropy for ``epochs`` epochs (the package's training
-    loop), minibatches, the same pixel scaling as ours."""
+    loop), minibatches, the same pixel scaling as ours.
+
+    ``patch_dropout`` blanks each of the nine 4x4 patches of a training image
+    with this probability (the augmentation ``SheafADMMClassifier`` trains
+    with at the same rate), so that the peer is trained on the same data."""
     torch.manual_seed(seed)
     mean, std = float(X.mean()), float(X.std())
     net = PatchCNN(len(np.unique(y)))
@@ -59,9 +63,22 @@ def fit_cnn(X, y, seed, epochs=150, batch=128, lr=3e-3):
     target = torch.as_tensor(y, dtype=torch.long)
     opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=1e-4)
     gen = torch.Generator().manual_seed(seed)
+    index, _ = patch_grid((8, 8), 4, 2)
+    cover = torch.zeros(len(index), 64)
+    cover[np.arange(len(index))[:, None], index] = 1.0
+    blank = (0.0 - mean) / std
     net.train()
+
+    def batch_loss(idx):
+        views = images[idx]
+        if patch_dropout > 0:
+            drop = torch.rand(len(idx), len(index), generator=gen) < patch_dropout
+            hidden = (drop.float() @ cover > 0).reshape(-1, 1, 8, 8)
+            views = torch.where(hidden, blank, views)
+        return nn.functional.cross_entropy(net(views), target[idx])
+
     train_loop(
-        lambda idx: nn.functional.cross_entropy(net(images[idx]), target[idx]),
+        batch_loss,
         len(images),
         opt,
         batch_size=batch,
@@ -161,42 +178,48 @@ def matched_mpnn(target_params, build):
     return build(hidden)
 
 
-def fit_cell_peer(build, X, y, seed, epochs, batch=32, lr=1e-2, max_grad_norm=1.0):
+def fit_cell_peer(
+    build, X, y, seed, epochs, batch=32, lr=1e-2, max_grad_norm=1.0, stages=()
+):
     """Train a puzzle network as the sheaf-ADMM solvers train theirs.
 
     The package's training loop with the solvers' settings: Adam at their
     learning rate, minibatches of their size, gradients clipped to the same
     norm, the mean cross-entropy of every step's scores (deep supervision),
     for exactly ``epochs`` epochs. ``y`` holds class indices per cell.
+    ``stages``: ``(X, y, epochs)`` trained on first, in order, with the same
+    network and optimiser (a curriculum, as the solver's ``warm_start`` fits
+    continue theirs); ``X, y, epochs`` are the last stage.
     """
     torch.manual_seed(seed)
     net = build()
-    cells = torch.as_tensor(np.asarray(X, dtype=np.int64))
-    target = torch.as_tensor(np.asarray(y, dtype=np.int64))
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     net.train()
+    for X_s, y_s, epochs_s in [*stages, (X, y, epochs)]:
+        cells = torch.as_tensor(np.asarray(X_s, dtype=np.int64))
+        target = torch.as_tensor(np.asarray(y_s, dtype=np.int64))
 
-    def batch_loss(idx):
-        scores = net(cells[idx])
-        flat = target[idx].reshape(-1)
-        return sum(
-            nn.functional.cross_entropy(s.reshape(-1, s.shape[-1]), flat)
-            for s in scores
-        ) / len(scores)
+        def batch_loss(idx, cells=cells, target=target):
+            scores = net(cells[idx])
+            flat = target[idx].reshape(-1)
+            return sum(
+                nn.functional.cross_entropy(s.reshape(-1, s.shape[-1]), flat)
+                for s in scores
+            ) / len(scores)
 
-    train_loop(
-        batch_loss,
-        len(cells),
-        opt,
-        batch_size=batch,
-        max_iter=epochs,
-        tol=-np.inf,
-        n_iter_no_change=epochs + 1,
-        generator=gen,
-        warn_at_max_iter=False,
-        max_grad_norm=max_grad_norm,
-    )
+        train_loop(
+            batch_loss,
+            len(cells),
+            opt,
+            batch_size=batch,
+            max_iter=epochs_s,
+            tol=-np.inf,
+            n_iter_no_change=epochs_s + 1,
+            generator=gen,
+            warn_at_max_iter=False,
+            max_grad_norm=max_grad_norm,
+        )
     return net.eval()
 
 

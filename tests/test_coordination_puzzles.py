@@ -125,6 +125,31 @@ def test_warm_start_continues(shidoku):
 
 
 @pytest.mark.parametrize(
+    "change",
+    [
+        {"n_admm_iter": 3},
+        {"rho": 2.0},
+        {"learn_sheaf": False},
+        {"carry_consensus": False},
+        {"n_rounds": 3},
+    ],
+)
+def test_warm_start_refuses_a_changed_architecture(shidoku, change):
+    X_tr, y_tr, _, _ = shidoku
+    solver = SheafADMMSudokuSolver(**{**SMALL, "max_iter": 1}, warm_start=True)
+    solver.fit(X_tr[:20], y_tr[:20])
+    before = [p.detach().clone() for p in solver.module_.parameters()]
+    (name,) = change
+    with pytest.raises(ValueError, match=f"{name}: .* changed since that fit"):
+        solver.set_params(**change).fit(X_tr[:20], y_tr[:20])
+    # The fitted network is left as it was; warm_start=False fits anew.
+    for p, q in zip(solver.module_.parameters(), before):
+        assert np.array_equal(p.detach().numpy(), q.numpy())
+    solver.set_params(warm_start=False).fit(X_tr[:20], y_tr[:20])
+    assert solver.n_iter_ == 1
+
+
+@pytest.mark.parametrize(
     "change, match",
     [
         (lambda X, y: (X[:, :15], y[:, :15]), "16 .* or 81 .* X has 15 columns"),

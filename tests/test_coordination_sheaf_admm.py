@@ -169,6 +169,23 @@ def test_agents_together_beat_any_single_patch(digits, fitted):
     assert fitted.score(X_te, y_te) > 0.94
 
 
+def test_the_deciding_agent_needs_the_coordination(digits, fitted):
+    """The central agent decides; without ADMM iterations it sees one patch.
+
+    With its own patch occluded it still answers from what the others
+    agreed on, which the uncoordinated agent cannot.
+    """
+    X_tr, X_te, y_tr, y_te = digits
+    alone = SheafADMMClassifier(n_admm_iter=1, max_iter=30, random_state=0)
+    alone.fit(X_tr, y_tr)
+    assert fitted.score(X_te, y_te) > alone.score(X_te, y_te) + 0.05
+    centre = fitted.patches_[len(fitted.patches_) // 2]
+    occluded = X_te.copy()
+    occluded[:, centre] = 0.0
+    assert fitted.score(occluded, y_te) > 0.6
+    assert fitted.score(occluded, y_te) > alone.score(occluded, y_te) + 0.3
+
+
 def test_admm_states_are_exposed_and_agents_converge(digits, fitted):
     _, X_te, _, _ = digits
     states = fitted.admm_states(X_te[:20])
@@ -212,3 +229,22 @@ def test_non_square_width_is_read_as_a_signal():
     clf = SheafADMMClassifier(max_iter=5, random_state=0).fit(X, y)
     assert clf.image_shape_ == (1, 10)
     assert clf.patches_.shape[1] == 4
+
+
+@pytest.mark.parametrize(
+    "change", [{"n_admm_iter": 2}, {"rho": 3.0}, {"learn_sheaf": False}]
+)
+def test_warm_start_refuses_a_changed_architecture(change):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 16))
+    y = np.arange(30) % 2
+    params = {**SheafADMMClassifier._get_test_params(), "max_iter": 2}
+    clf = SheafADMMClassifier(**params, warm_start=True, random_state=0).fit(X, y)
+    (name,) = change
+    with pytest.raises(ValueError, match=f"{name}: .* changed since that fit"):
+        clf.set_params(**change).fit(X, y)
+    clf.set_params(warm_start=False).fit(X, y)
+    assert clf.n_iter_ == 2
+    # Unchanged, it continues.
+    clf.set_params(warm_start=True).fit(X, y)
+    assert clf.n_iter_ == 4

@@ -247,7 +247,15 @@ class _CellAgentsSolver(TorchMixin, BaseEstimator):
             X, y, sample_weight, reset=not warm
         )
         edges, types, layout = self._graph_layout
-        module = self._fitted_module(self._architecture_of(layout))
+        module = self._fitted_module(
+            {
+                **self._architecture_of(layout),
+                "n_admm_iter": self.n_admm_iter,
+                "rho": self.rho,
+                "learn_sheaf": self.learn_sheaf,
+                "carry_consensus": self.carry_consensus,
+            }
+        )
         self.edges_, self.edge_types_ = edges, types
         context = self._torch_context(
             size=X.shape[0] * len(edges) * self.edge_dim * self.n_rounds,
@@ -421,7 +429,11 @@ _COMMON_DOC = """
     n_iter_no_change : int, default=5
         Epochs without improvement before training stops.
     warm_start : bool, default=False
-        Continue the previous fit's network and optimiser.
+        Continue the previous fit's network and optimiser. A change of the
+        grid, ``stalk_dim``, ``edge_dim``, ``hidden``, ``n_rounds``,
+        ``n_admm_iter``, ``rho``, ``learn_sheaf`` or ``carry_consensus``
+        since the last fit raises a ValueError naming it (the fitted
+        network is built from them); set ``warm_start=False`` to fit anew.
     random_state : int, RandomState instance or None, default=None
         Initialisation and minibatch order.
     device : str or torch.device, default="auto"

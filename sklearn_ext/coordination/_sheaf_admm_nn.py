@@ -6,7 +6,6 @@ The differentiable solver itself is :class:`SheafADMM` in ``_sheaf_layer``.
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-
 import torch
 from torch import nn
 
@@ -20,9 +19,17 @@ class PatchAgentsNet(nn.Module):
 
     A shared encoder maps each patch (and a learned embedding of its
     position) to the agent's quadratic objective: a linear term ``q_i`` and a
-    diagonal curvature ``Q_i = diag(softplus(s_i) + 0.1)``. The agents'
-    states after ``n_iter`` ADMM steps are read out by a shared linear layer
-    and averaged over the agents into class scores.
+    diagonal curvature ``Q_i = diag(softplus(s_i) + 0.1)`` (the agent's
+    confidence: at the constrained optimum, what neighbours must agree on is
+    a curvature-weighted average of their preferences). After ``n_iter`` ADMM
+    steps a shared linear layer reads class scores from each agent's state.
+
+    ``readout`` says how the agents' scores become the decision:
+    ``"center"``, the central agent's (index ``n_agents // 2``), which knows
+    the rest of the image only from what the coordination brought it;
+    ``"agents"``, the mean of every agent's log-probabilities; ``"mean"``,
+    the mean of the scores. The estimator trains every agent on the label
+    with the first two (``agent_logits``), the pooled scores with the last.
     """
 
     def __init__(
@@ -37,9 +44,11 @@ class PatchAgentsNet(nn.Module):
         n_iter,
         rho,
         learn_sheaf,
+        readout="mean",
     ):
         super().__init__()
         self.patch_dim, self.stalk_dim = int(patch_dim), int(stalk_dim)
+        self.readout_mode = readout
         self.encode = nn.Linear(patch_dim, hidden)
         self.position = nn.Embedding(n_agents, hidden)
         self.head = nn.Linear(hidden, 2 * stalk_dim)
@@ -55,11 +64,27 @@ class PatchAgentsNet(nn.Module):
         diag = nn.functional.softplus(s) + 0.1
         return torch.diag_embed(diag), q
 
-    def forward(self, patches, return_states=False):
+    def agent_logits(self, patches, return_states=False):
+        """Class scores of every agent: (batch, n_agents, n_classes)."""
         Q, q = self.objectives(patches)
         out = self.admm(Q, q, return_states=return_states)
         x, states = out if return_states else (out, None)
-        logits = self.readout(x).mean(dim=1)
+        logits = self.readout(x)
+        return (logits, states) if return_states else logits
+
+    def pool(self, agent_logits):
+        """The decision from the agents' scores: (batch, n_classes)."""
+        mode = getattr(self, "readout_mode", "mean")
+        if mode == "agents":
+            return torch.log_softmax(agent_logits, dim=-1).mean(dim=1)
+        if mode == "center":
+            return agent_logits[:, agent_logits.shape[1] // 2]
+        return agent_logits.mean(dim=1)
+
+    def forward(self, patches, return_states=False):
+        out = self.agent_logits(patches, return_states=return_states)
+        logits, states = out if return_states else (out, None)
+        logits = self.pool(logits)
         return (logits, states) if return_states else logits
 
 
