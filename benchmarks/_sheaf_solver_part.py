@@ -97,9 +97,23 @@ def _mean(values, fmt=".0f"):
     return f"{values.mean():{fmt}} ({low:{fmt}} to {high:{fmt}})"
 
 
-def _kkt_solution(edges, F, Q, q):
-    """The exact optimum: the KKT system in least squares (as _kkt_gradient)."""
-    n, d_v = q.shape
+def _random_problem(rng, n_agents=8, d_v=6, d_e=3, batch=4):
+    """A ring with chords, random positive definite ``Q_i`` and linear terms."""
+    edges = [(i, (i + 1) % n_agents) for i in range(n_agents)]
+    edges += [(i, (i + 3) % n_agents) for i in range(0, n_agents, 2)]
+    L = rng.normal(size=(batch, n_agents, d_v, d_v))
+    Q = L @ np.swapaxes(L, -1, -2) / d_v + 0.5 * np.eye(d_v)
+    q = rng.normal(size=(batch, n_agents, d_v))
+    return np.array(edges), Q, q
+
+
+def _kkt_solve(edges, F, Q, rhs_x):
+    """``x`` of ``[H C'; C 0][x; lam] = [rhs_x; 0]`` in least squares.
+
+    The constraints may be redundant (a cycle with a constant sheaf); least
+    squares leaves ``x`` unique all the same.
+    """
+    n, d_v = rhs_x.shape
     d_e = F.shape[2]
     H = np.zeros((n * d_v, n * d_v))
     for i in range(n):
@@ -109,16 +123,29 @@ def _kkt_solution(edges, F, Q, q):
         C[e * d_e : (e + 1) * d_e, i * d_v : (i + 1) * d_v] += F[e, 0]
         C[e * d_e : (e + 1) * d_e, j * d_v : (j + 1) * d_v] -= F[e, 1]
     K = np.block([[H, C.T], [C, np.zeros((len(C), len(C)))]])
-    rhs = np.concatenate([-q.ravel(), np.zeros(len(C))])
+    rhs = np.concatenate([rhs_x.ravel(), np.zeros(len(C))])
     return np.linalg.lstsq(K, rhs, rcond=None)[0][: n * d_v].reshape(n, d_v)
+
+
+def _kkt_solution(edges, F, Q, q):
+    """The exact optimum of ``sum_i x_i'Q_i x_i / 2 + q_i'x_i`` on the sheaf."""
+    return _kkt_solve(edges, F, Q, -q)
+
+
+def _kkt_gradient(edges, F, Q, q, target):
+    """Exact ``d/dq`` of ``||x*(q) - target||^2`` from the KKT system.
+
+    By the implicit function theorem it is ``-K^+ [g; 0]`` restricted to ``x``,
+    with ``g = 2 (x* - target)``.
+    """
+    g = 2 * (_kkt_solution(edges, F, Q, q) - target)
+    return -_kkt_solve(edges, F, Q, g)
 
 
 class _Problems:
     """One seed's problems, exact references and timing batch."""
 
     def __init__(self, seed):
-        from bench_sheaf_admm import _kkt_gradient, _random_problem
-
         rng = np.random.default_rng(seed)
         self.edges, Q, self.q = _random_problem(rng)
         self.n, self.d_v = self.q.shape[1:]
@@ -546,8 +573,6 @@ def _training_data(seed, n_train=256, n_test=512, n_features=5, d_v=4, d_e=2):
     The graph is the benchmark's ring with chords (8 agents), the sheaf a
     random one (``init_parameters`` with the seed), ``Q = I``.
     """
-    from bench_sheaf_admm import _random_problem
-
     rng = np.random.default_rng(seed)
     edges = _random_problem(rng, batch=1)[0]
     n = int(edges.max()) + 1

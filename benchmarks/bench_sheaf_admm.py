@@ -1,15 +1,10 @@
 """Sheaf-ADMM: the solver against exact references, and digits under shift.
 
-Part 1 (the differentiable core). Random sheaf-constrained QPs (8 agents on a
-ring with chords, stalk 6, edge stalk 3, random positive definite Q_i):
-
-- the unrolled ADMM iterate against the centralised optimum from cvxpy
-  (OSQP/Clarabel at tight tolerances), by number of iterations and step size;
-- the gradient of a loss of the solution with respect to ``q`` through the
-  unrolled iterations, and cvxpylayers' gradient (differentiating the cone
-  program's solution), each against the exact gradient from the KKT system;
-- time per solve of a batch of 256 problems: the unrolled layer against
-  cvxpylayers (the differentiable peer).
+Part 1 (the differentiable layer, ``--parts solver`` and ``training``):
+``_sheaf_solver_part`` (results ``sheaf_admm_solver`` and
+``sheaf_admm_converged_training``): the layer's solution and gradient errors
+and its time at the same iteration counts, and against cvxpylayers at equal
+accuracy; training through truncated against converged iterations.
 
 Part 2 (digits, the robustness claim). scikit-learn's 8x8 digits, 5 seeds of
 a stratified 70/30 split. ``SheafADMMClassifier()`` (3x3 agents on 4x4
@@ -54,12 +49,12 @@ with more of their solution given (60 givens for 8 epochs, then 50 for 8),
 continuing the solver with ``warm_start`` and the peer with its optimiser,
 before the task's own epochs: the same schedule for both.
 
-Run: ``python benchmarks/bench_sheaf_admm.py [--quick]`` (about 45 minutes
+Run: ``python benchmarks/bench_sheaf_admm.py [--quick]`` (about an hour
 on 2 CPUs; ``--quick``: one seed). ``--parts digits`` (or ``solver``,
-``puzzles``, comma-separated) and ``--tasks`` rerun some parts or puzzle
-tasks only; the other rows are then kept from the last results file, and
-its notes say so. Timing columns ("fit s", part 1's speed row) need an idle
-machine.
+``training``, ``puzzles``, comma-separated) and ``--tasks`` rerun some parts
+or puzzle tasks only; the other rows are then kept from the last results
+file, and its notes say so. Timing columns ("fit s") need an idle
+machine; so do the solver and training parts' times.
 """
 
 import argparse
@@ -80,6 +75,12 @@ from _sheaf_admm_baselines import (
     matched_mpnn,
     peer_scores,
 )
+from _sheaf_solver_part import (
+    part_converged_training,
+    part_solver,
+    solver_ledger,
+    training_ledger,
+)
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
@@ -90,153 +91,7 @@ from sklearn_ext.coordination import (
     SheafADMMSudokuSolver,
     patch_grid,
 )
-from sklearn_ext.coordination._sheaf_layer import SheafADMM
 from sklearn_ext.datasets import make_mazes, make_sudoku
-
-# --- part 1 ---------------------------------------------------------------------
-
-
-def _random_problem(rng, n_agents=8, d_v=6, d_e=3, batch=4):
-    edges = [(i, (i + 1) % n_agents) for i in range(n_agents)]
-    edges += [(i, (i + 3) % n_agents) for i in range(0, n_agents, 2)]
-    L = rng.normal(size=(batch, n_agents, d_v, d_v))
-    Q = L @ np.swapaxes(L, -1, -2) / d_v + 0.5 * np.eye(d_v)
-    q = rng.normal(size=(batch, n_agents, d_v))
-    return np.array(edges), Q, q
-
-
-def _cvxpy_solution(edges, F, Q, q):
-    import cvxpy as cp
-
-    n, d_v = q.shape
-    x = cp.Variable((n, d_v))
-    objective = sum(
-        0.5 * cp.quad_form(x[i], cp.psd_wrap(Q[i])) + q[i] @ x[i] for i in range(n)
-    )
-    cons = [F[e, 0] @ x[i] == F[e, 1] @ x[j] for e, (i, j) in enumerate(edges)]
-    cp.Problem(cp.Minimize(objective), cons).solve(
-        solver=cp.CLARABEL, tol_gap_abs=1e-10
-    )
-    return x.value
-
-
-def part_solver():
-    rows = []
-    rng = np.random.default_rng(0)
-    edges, Q, q = _random_problem(rng)
-    n, d_v = q.shape[1:]
-    torch.manual_seed(0)
-    for rho in (1.0, 3.0):
-        for n_iter in (10, 50, 200, 1000):
-            layer = SheafADMM(edges, n, d_v, 3, n_iter, rho=rho).double()
-            layer.init_parameters(torch.Generator().manual_seed(0))
-            F = layer.maps().detach().numpy()
-            with torch.no_grad():
-                x = layer(torch.as_tensor(Q), torch.as_tensor(q)).numpy()
-            ref = np.stack(
-                [_cvxpy_solution(edges, F, Q[b], q[b]) for b in range(len(q))]
-            )
-            err = np.abs(x - ref).max() / np.abs(ref).max()
-            rows.append(
-                {
-                    "part": "1 solver",
-                    "setting": f"rho={rho}, n_iter={n_iter}",
-                    "method": "unrolled sheaf-ADMM vs cvxpy optimum",
-                    "value": f"max relative error {err:.2e}",
-                }
-            )
-    rows += _gradient_against_cvxpylayers(edges, Q, q)
-    return rows
-
-
-def _gradient_against_cvxpylayers(edges, Q, q):
-    import cvxpy as cp
-    from cvxpylayers.torch import CvxpyLayer
-
-    n, d_v = q.shape[1:]
-    layer = SheafADMM(edges, n, d_v, 3, 1000, rho=3.0).double()
-    layer.init_parameters(torch.Generator().manual_seed(0))
-    F = layer.maps().detach().numpy()
-    x = cp.Variable((n, d_v))
-    q_par = cp.Parameter((n, d_v))
-    objective = sum(
-        0.5 * cp.quad_form(x[i], cp.psd_wrap(Q[0, i])) + q_par[i] @ x[i]
-        for i in range(n)
-    )
-    cons = [F[e, 0] @ x[i] == F[e, 1] @ x[j] for e, (i, j) in enumerate(edges)]
-    peer = CvxpyLayer(cp.Problem(cp.Minimize(objective), cons), [q_par], [x])
-    target = torch.as_tensor(np.random.default_rng(1).normal(size=(n, d_v)))
-
-    q_ours = torch.as_tensor(q[:1]).clone().requires_grad_(True)
-    x_ours = layer(torch.as_tensor(Q[:1]), q_ours)[0]
-    ((x_ours - target) ** 2).sum().backward()
-    q_peer = torch.as_tensor(q[0]).clone().requires_grad_(True)
-    (x_peer,) = peer(q_peer, solver_args={"eps": 1e-10})
-    ((x_peer - target) ** 2).sum().backward()
-    exact = _kkt_gradient(edges, F, Q[0], q[0], target.numpy())
-    ours_err = np.linalg.norm(q_ours.grad[0].numpy() - exact) / np.linalg.norm(exact)
-    peer_err = np.linalg.norm(q_peer.grad.numpy() - exact) / np.linalg.norm(exact)
-
-    # Speed: a batch of 256 problems with the same Q (cvxpylayers batches
-    # over parameters), forward and backward.
-    qb = torch.as_tensor(np.random.default_rng(2).normal(size=(256, n, d_v)))
-    Qb = torch.as_tensor(np.broadcast_to(Q[:1], (256, n, d_v, d_v)).copy())
-    fast = SheafADMM(edges, n, d_v, 3, 50, rho=3.0).double()
-    fast.load_state_dict(layer.state_dict())
-    timings = {}
-    for name, fn in (
-        ("unrolled, 50 iterations", lambda v: fast(Qb, v)),
-        ("cvxpylayers (exact)", lambda v: peer(v)[0]),
-    ):
-        v = qb.clone().requires_grad_(True)
-        start = time.perf_counter()
-        fn(v).sum().backward()
-        timings[name] = time.perf_counter() - start
-    ratio = timings["cvxpylayers (exact)"] / timings["unrolled, 50 iterations"]
-    return [
-        {
-            "part": "1 gradient",
-            "setting": "1000 iterations, rho=3",
-            "method": "d loss / d q against the exact KKT gradient",
-            "value": (
-                f"unrolled: relative error {ours_err:.2e}; cvxpylayers: {peer_err:.2e}"
-            ),
-        },
-        {
-            "part": "1 speed",
-            "setting": "256 problems, forward + backward",
-            "method": "unrolled (50 it.) vs cvxpylayers",
-            "value": (
-                f"{timings['unrolled, 50 iterations']:.3f} s vs "
-                f"{timings['cvxpylayers (exact)']:.2f} s (x{ratio:.0f})"
-            ),
-        },
-    ]
-
-
-def _kkt_gradient(edges, F, Q, q, target):
-    """Exact d/dq of ||x*(q) - target||^2 from the KKT system (numpy).
-
-    ``x*`` solves ``[H C'; C 0][x; lam] = [-q; 0]``; the loss gradient is
-    ``-(K^+ [g; 0])_x`` with ``g = 2 (x* - target)`` (least squares: the
-    constraints may be redundant, which leaves ``x*`` and the gradient unique).
-    """
-    n, d_v = q.shape
-    d_e = F.shape[2]
-    H = np.zeros((n * d_v, n * d_v))
-    for i in range(n):
-        H[i * d_v : (i + 1) * d_v, i * d_v : (i + 1) * d_v] = Q[i]
-    C = np.zeros((len(edges) * d_e, n * d_v))
-    for e, (i, j) in enumerate(edges):
-        C[e * d_e : (e + 1) * d_e, i * d_v : (i + 1) * d_v] += F[e, 0]
-        C[e * d_e : (e + 1) * d_e, j * d_v : (j + 1) * d_v] -= F[e, 1]
-    K = np.block([[H, C.T], [C, np.zeros((len(C), len(C)))]])
-    pad = np.zeros(len(C))
-    x = np.linalg.lstsq(K, np.concatenate([-q.ravel(), pad]), rcond=None)[0]
-    g = 2 * (x[: n * d_v] - target.ravel())
-    grad = -np.linalg.lstsq(K, np.concatenate([g, pad]), rcond=None)[0][: n * d_v]
-    return grad.reshape(n, d_v)
-
 
 # --- part 3 ---------------------------------------------------------------------
 
@@ -345,6 +200,7 @@ def _fit_staged(est, stages, X, y):
 
 
 _SUDOKU9 = "sudoku 9x9, 40 givens"
+SOLVER_SEEDS = (0, 1, 2, 3, 4)
 DIGIT_SEEDS = [0, 1, 2, 3, 4]
 PUZZLE_SEEDS = [0, 1, 2]
 
@@ -673,42 +529,6 @@ _PUZZLES = {
 
 def _sheaf_claims():
     claims = []
-    for rho in (1.0, 3.0):
-        for n_iter in (10, 50, 200, 1000):
-            claims.append(
-                _claim(
-                    f"solver_rho{rho:g}_iter{n_iter}",
-                    {"part": "1 solver", "setting": f"rho={rho}, n_iter={n_iter}"},
-                    r"max relative error (\S+)",
-                    metric="max relative error against cvxpy's optimum",
-                )
-            )
-    gradient = {"part": "1 gradient"}
-    claims += [
-        _claim(
-            "gradient_ours",
-            gradient,
-            r"unrolled: relative error (\S+);",
-            metric="relative error of d loss / d q against the KKT gradient",
-        ),
-        _claim(
-            "gradient_cvxpylayers",
-            gradient,
-            r"cvxpylayers: (\S+)$",
-            metric="relative error of cvxpylayers' gradient",
-        ),
-    ]
-    speed = {"part": "1 speed"}
-    claims += [
-        _claim("speed_ours", speed, r"^([\d.]+ s) vs", metric="seconds, unrolled"),
-        _claim("speed_cvxpylayers", speed, r"vs ([\d.]+ s)", metric="seconds"),
-        _claim(
-            "speed_ratio",
-            speed,
-            r"\(x(\d+)\)",
-            metric="cvxpylayers' time / the unrolled layer's",
-        ),
-    ]
     for key, method in _DIGIT_METHODS.items():
         row = {"part": "2 digits", "method": method}
         for shift in SHIFTS:
@@ -756,20 +576,17 @@ def _sheaf_claims():
 
 LEDGER = {
     "sheaf_admm": Ledger(
-        "SheafADMMClassifier, SheafADMMSudokuSolver, SheafADMMMazeSolver and "
-        "their unrolled solver (SheafADMM)",
-        "random sheaf QPs (8 agents, stalk 6, edge stalk 3); scikit-learn's "
-        "digits, stratified 70/30, test images occluded (a patch; a band of "
-        "two rows) / noised / shifted; 4x4 "
+        "SheafADMMClassifier, SheafADMMSudokuSolver, SheafADMMMazeSolver",
+        "scikit-learn's digits, stratified 70/30, test images occluded (a "
+        "patch; a band of two rows) / noised / shifted; 4x4 "
         "Sudoku (6 givens, 3 of 12 grids held out), 9x9 Sudoku (40 givens), "
         "7x7-pixel mazes",
-        "digits: seeds 0-4; puzzles and the solver: seeds 0-2",
+        "digits: seeds 0-4; puzzles: seeds 0-2",
         {
             "ours": "the estimators at their defaults (puzzles: max_iter 30 for "
             "4x4 Sudoku and mazes, 10 for 9x9 Sudoku), no tuning; ablations "
             "change one parameter",
-            "peers": "cvxpy (Clarabel, gap 1e-10) and cvxpylayers (eps 1e-10) as "
-            "exact references; a parameter-matched CNN (Adam, same loss, "
+            "peers": "a parameter-matched CNN (Adam, same loss, "
             "trained with the same patch occlusions; also without them); "
             "logistic regression on the best single patch by CV; a "
             "parameter-matched recurrent MPNN with as many steps as the solver's "
@@ -784,6 +601,8 @@ LEDGER = {
         {"ours": "as sheaf_admm", "peers": "as sheaf_admm"},
         [],
     ),
+    "sheaf_admm_solver": solver_ledger(),
+    "sheaf_admm_converged_training": training_ledger(),
 }
 
 
@@ -804,10 +623,10 @@ def _carried_rows(name, parts, tasks):
     old = json.loads(path.read_text())
     kept = []
     for row in old["rows"]:
+        if row["part"].startswith("1 "):
+            continue  # (the solver part has its own results file now)
         part = row["part"].split()[1]
-        part = {"gradient": "solver", "speed": "solver", "states": "digits"}.get(
-            part, part
-        )
+        part = {"states": "digits"}.get(part, part)
         if part == "puzzles":
             # (rows written before the task field: the setting's first item)
             row.setdefault("task", row["setting"].split(";")[0])
@@ -821,8 +640,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="one seed")
     parser.add_argument(
         "--parts",
-        default="solver,digits,puzzles",
-        help="parts to run; the rows of the others are kept from the last "
+        default="solver,training,digits,puzzles",
+        help="parts to run (solver and training write their own results "
+        "files); the rows of the other parts are kept from the last "
         "results file (and the notes say so)",
     )
     parser.add_argument(
@@ -852,7 +672,17 @@ def main(argv=None):
     name = "sheaf_admm" + ("_quick" if args.quick else "")
     rows = []
     if "solver" in parts:
-        rows += part_solver()
+        part_solver(
+            seeds=SOLVER_SEEDS[:1] if args.quick else SOLVER_SEEDS,
+            name="sheaf_admm_solver" + ("_quick" if args.quick else ""),
+        )
+    if "training" in parts:
+        part_converged_training(
+            seeds=SOLVER_SEEDS[:1] if args.quick else SOLVER_SEEDS,
+            name="sheaf_admm_converged_training" + ("_quick" if args.quick else ""),
+        )
+    if not parts & {"digits", "puzzles"}:
+        return None
     if "digits" in parts:
         digit_rows, clf, X_test = part_digits([0] if args.quick else DIGIT_SEEDS)
         rows += digit_rows
@@ -860,9 +690,9 @@ def main(argv=None):
     if "puzzles" in parts:
         rows += part_puzzles([0] if args.quick else PUZZLE_SEEDS, tasks)
     note = f"Whole benchmark {time.perf_counter() - start:.0f} s."
-    if parts != {"solver", "digits", "puzzles"} or len(tasks) < len(PUZZLE_TASKS):
+    if not {"digits", "puzzles"} <= parts or len(tasks) < len(PUZZLE_TASKS):
         kept, date = _carried_rows(name, parts, set(tasks))
-        order = {"1": 0, "2": 1, "4": 2, "3": 3}
+        order = {"2": 1, "4": 2, "3": 3}
         rows = sorted(rows + kept, key=lambda r: order[r["part"].split()[0]])
         note = (
             f"This run ({time.perf_counter() - start:.0f} s): parts "

@@ -168,6 +168,22 @@ def test_bad_sudoku_input_is_named(shidoku, change, match):
     np.testing.assert_array_equal(X, X_before)
 
 
+@pytest.mark.parametrize(
+    "cells, unit",
+    [((0, 3), "row 0"), ((0, 12), "column 0"), ((0, 5), "box 0")],
+)
+def test_conflicting_givens_are_refused(shidoku, cells, unit):
+    # Puzzle 3 gives the digit 2 twice in one row, column or box (the two
+    # cells share only that unit): it has no solution.
+    X, y = shidoku[0][:20].astype(float), shidoku[1][:20]
+    X[3, list(cells)] = 2
+    X_before = X.copy()
+    match = f"puzzle 3 gives the digit 2 2 times in {unit} .*conflict"
+    with pytest.raises(ValueError, match=match):
+        SheafADMMSudokuSolver(**SMALL).fit(X, y)
+    np.testing.assert_array_equal(X, X_before)
+
+
 def test_bad_maze_input_is_named():
     ds = make_mazes(10, rooms=(2, 3), random_state=0)
     X, y = ds.data, ds.target

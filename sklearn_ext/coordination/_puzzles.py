@@ -154,6 +154,29 @@ def _integer_codes(A, name, low, high, what):
     return A.astype(np.int64)
 
 
+def _check_givens_agree(X, size):
+    """Refuse a puzzle that gives one digit twice in a row, column or box."""
+    box = math.isqrt(size)
+    grids = X.reshape(len(X), size, size)
+    onehot = grids[..., None] == np.arange(1, size + 1)  # (n, row, col, digit)
+    counts = {
+        "row": onehot.sum(axis=2),  # (n, row, digit)
+        "column": onehot.sum(axis=1),
+        "box": onehot.reshape(len(X), box, box, box, box, size)
+        .sum(axis=(2, 4))
+        .reshape(len(X), size, size),
+    }
+    for unit, count in counts.items():
+        clash = np.argwhere(count > 1)
+        if len(clash):
+            puzzle, index, digit = (int(v) for v in clash[0])
+            raise ValueError(
+                f"puzzle {puzzle} gives the digit {digit + 1} "
+                f"{int(count[puzzle, index, digit])} times in {unit} {index} "
+                "(counted from 0): its givens conflict, so it has no solution."
+            )
+
+
 class _CellAgentsSolver(TorchMixin, BaseEstimator):
     """Shared fit/predict of the puzzle solvers (one agent per cell)."""
 
@@ -565,9 +588,11 @@ class SheafADMMSudokuSolver(_CellAgentsSolver):
         }
 
     def _check_puzzles(self, X):
-        return _integer_codes(
+        X = _integer_codes(
             X, "X", 0, self.size_, f"digits 1..{self.size_}, 0 for a blank"
         )
+        _check_givens_agree(X, self.size_)
+        return X
 
     def _encode_targets(self, y, X):
         y = _integer_codes(y, "y", 1, self.size_, f"digits 1..{self.size_}")
