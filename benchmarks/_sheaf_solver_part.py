@@ -674,27 +674,29 @@ def part_converged_training(seeds=SEEDS, write=True, rho=None, name=TRAINING_NAM
     converge = {"max_iter": 20_000, "tol": 1e-10}
     for seed in seeds:
         edges, F, h_tr, y_tr, h_te, y_te = _training_data(seed)
-        for name, kwargs in TRAINING_VARIANTS.items():
+        for variant, kwargs in TRAINING_VARIANTS.items():
             encoder, layer, fit_s = _fit_encoder(
                 edges, F, h_tr, y_tr, seed, rho, **kwargs
             )
-            own.setdefault(name, []).append(_test_error(encoder, layer, F, h_te, y_te))
-            converged.setdefault(name, []).append(
+            own.setdefault(variant, []).append(
+                _test_error(encoder, layer, F, h_te, y_te)
+            )
+            converged.setdefault(variant, []).append(
                 _test_error(encoder, layer, F, h_te, y_te, **converge)
             )
-            seconds.setdefault(name, []).append(fit_s)
+            seconds.setdefault(variant, []).append(fit_s)
         print(f"training part: seed {seed} done", flush=True)
     ref = converged["implicit, tol=1e-6"]
     rows = []
-    for name in TRAINING_VARIANTS:
+    for variant in TRAINING_VARIANTS:
         row = {
-            "method": name,
-            "error, own operator": f"{np.mean(own[name]):.4f}",
-            "error, converged": f"{np.mean(converged[name]):.4f}",
-            "train s": round(float(np.mean(seconds[name])), 1),
+            "method": variant,
+            "error, own operator": f"{np.mean(own[variant]):.4f}",
+            "error, converged": f"{np.mean(converged[variant]):.4f}",
+            "train s": round(float(np.mean(seconds[variant])), 1),
         }
-        if name != "implicit, tol=1e-6":
-            mean, lo, hi = paired_interval(converged[name], ref)
+        if variant != "implicit, tol=1e-6":
+            mean, lo, hi = paired_interval(converged[variant], ref)
             row["converged: this - implicit"] = f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]"
         rows.append(row)
     notes = (
