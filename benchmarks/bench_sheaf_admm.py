@@ -51,7 +51,7 @@ before the task's own epochs: the same schedule for both.
 
 Run: ``python benchmarks/bench_sheaf_admm.py [--quick]`` (about an hour
 on 2 CPUs; ``--quick``: one seed). ``--parts digits`` (or ``solver``,
-``training``, ``puzzles``, comma-separated) and ``--tasks`` rerun some parts
+``training``, ``puzzles``, comma-separated) and ``--tasks`` (separated by ``;``) rerun some parts
 or puzzle tasks only; the other rows are then kept from the last results
 file, and its notes say so. Timing columns ("fit s") need an idle
 machine; so do the solver and training parts' times.
@@ -646,7 +646,9 @@ def main(argv=None):
         "results file (and the notes say so)",
     )
     parser.add_argument(
-        "--tasks", default=",".join(PUZZLE_TASKS), help="puzzle tasks to run"
+        "--tasks",
+        default=";".join(PUZZLE_TASKS),
+        help="puzzle tasks to run, separated by ';' (their names hold commas)",
     )
     parser.add_argument(
         "--sudoku9-epochs",
@@ -661,7 +663,11 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
-    tasks = {t: PUZZLE_TASKS[t] for t in PUZZLE_TASKS if t in args.tasks.split(",")}
+    asked = [t.strip() for t in args.tasks.split(";") if t.strip()]
+    unknown = sorted(set(asked) - set(PUZZLE_TASKS))
+    if unknown:
+        parser.error(f"unknown puzzle tasks {unknown}; the tasks: {list(PUZZLE_TASKS)}")
+    tasks = {t: PUZZLE_TASKS[t] for t in PUZZLE_TASKS if t in asked}
     if _SUDOKU9 in tasks:
         spec = dict(tasks[_SUDOKU9])
         spec["kwargs"] = {**spec["kwargs"], "max_iter": args.sudoku9_epochs}
