@@ -51,10 +51,10 @@ before the task's own epochs: the same schedule for both.
 
 Run: ``python benchmarks/bench_sheaf_admm.py [--quick]`` (about an hour
 on 2 CPUs; ``--quick``: one seed). ``--parts digits`` (or ``solver``,
-``training``, ``puzzles``, comma-separated) and ``--tasks`` (separated by ``;``) rerun some parts
-or puzzle tasks only; the other rows are then kept from the last results
-file, and its notes say so. Timing columns ("fit s") need an idle
-machine; so do the solver and training parts' times.
+``training``, ``puzzles``, comma-separated) and ``--tasks`` (separated
+by ``;``) rerun some parts or puzzle tasks only; the other rows are then
+kept from the last results file, and its notes say so. Timing columns
+("fit s") need an idle machine; so do the solver and training parts' times.
 """
 
 import argparse
