@@ -7,6 +7,9 @@ import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+# The exact optimum from the KKT system (numpy), shared with the solver's tests.
+from test_coordination_sheaf_admm import _kkt_solution
+
 from sklearn_ext.coordination import SheafADMM, SheafADMMStates
 
 TREE = np.array([[0, 1], [0, 2], [1, 3], [1, 4]])  # converges in ~100 iterations
@@ -25,22 +28,6 @@ def _layer(edges=TREE, n_iter=2000, seed=0, d_e=2, **kwargs):
     layer = SheafADMM(edges, 5, 4, d_e, n_iter, **kwargs).double()
     layer.init_parameters(torch.Generator().manual_seed(seed))
     return layer
-
-
-def _kkt_solution(edges, F, Q, q):
-    """The exact optimum from the KKT system (numpy, least squares)."""
-    n, d_v = q.shape
-    d_e = F.shape[2]
-    H = np.zeros((n * d_v, n * d_v))
-    for i in range(n):
-        H[i * d_v : (i + 1) * d_v, i * d_v : (i + 1) * d_v] = Q[i]
-    C = np.zeros((len(edges) * d_e, n * d_v))
-    for e, (i, j) in enumerate(edges):
-        C[e * d_e : (e + 1) * d_e, i * d_v : (i + 1) * d_v] += F[e, 0]
-        C[e * d_e : (e + 1) * d_e, j * d_v : (j + 1) * d_v] -= F[e, 1]
-    K = np.block([[H, C.T], [C, np.zeros((len(C), len(C)))]])
-    rhs = np.concatenate([-q.ravel(), np.zeros(len(C))])
-    return np.linalg.lstsq(K, rhs, rcond=None)[0][: n * d_v].reshape(n, d_v)
 
 
 # --- gradients ------------------------------------------------------------------
