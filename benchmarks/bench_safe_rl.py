@@ -110,7 +110,7 @@ def agent_part(rows, problems, label, configs):
                 agent = _fit(cmdp, critic=critic, **params)
                 solved.append(solves(agent, cmdp, lp))
                 excess.append(
-                    np.max((agent.constraint_values_[-1] - cmdp.limits) / cmdp.limits)
+                    np.max((agent.constraint_values_[-1] - cmdp.cost_limits) / cmdp.cost_limits)
                 )
                 bias.append(agent.critic_bias_[:500].mean())
             rows.append(

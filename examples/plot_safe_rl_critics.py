@@ -23,7 +23,7 @@ from sklearn_ext.rl import TabularLagrangian, make_random_cmdp
 
 cmdp = make_random_cmdp(n_constraints=2, random_state=2)
 lp = cmdp.solve_lp()
-print(f"LP optimum {lp.value:.3f}, limits {cmdp.limits.round(3)}")
+print(f"LP optimum {lp.value:.3f}, limits {cmdp.cost_limits.round(3)}")
 
 
 def fit(**params):
@@ -58,7 +58,7 @@ ax1.legend(fontsize=8)
 
 for critic, color in [("dedicated", "tab:blue"), ("mixed", "tab:red")]:
     agent = fit(critic=critic)
-    excess = agent.constraint_values_ / cmdp.limits - 1
+    excess = agent.constraint_values_ / cmdp.cost_limits - 1
     ax2.plot(excess.max(axis=1), color=color, label=critic)
     gap = (lp.value - agent.returns_[-1]) / abs(lp.value)
     print(f"{critic:9s}: final return gap {gap:+.4f}, worst cost excess "

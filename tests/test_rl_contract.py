@@ -414,7 +414,7 @@ def _cmdp():
 
 def _undiscounted_cmdp():
     c = _cmdp()
-    return TabularCMDP(c.transitions, c.rewards, c.initial, 1.0, c.costs, c.limits)
+    return TabularCMDP(c.transitions, c.rewards, c.initial, 1.0, c.costs, c.cost_limits)
 
 
 TABULAR_LAGRANGIAN = cases_of(

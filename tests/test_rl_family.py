@@ -77,7 +77,7 @@ def test_cmdp_lp_respects_limits_and_beats_feasible_deterministic_policies(seed)
 
 def test_infeasible_cmdp_is_reported():
     P = np.ones((1, 2, 1))
-    cmdp = TabularCMDP(P, [[0.0, 1.0]], [1.0], 0.5, costs=[[[1.0, 1.0]]], limits=[0.5])
+    cmdp = TabularCMDP(P, [[0.0, 1.0]], [1.0], 0.5, costs=[[[1.0, 1.0]]], cost_limits=[0.5])
     with pytest.raises(ValueError, match="infeasible"):
         cmdp.solve_lp()
 

@@ -46,11 +46,11 @@ def test_random_cmdps_are_feasible_and_their_constraints_bind(seed):
     lp = cmdp.solve_lp()
     free = TabularCMDP(
         cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
-        costs=cmdp.costs, limits=np.full(len(cmdp.limits), 1e9),
+        costs=cmdp.costs, cost_limits=np.full(len(cmdp.cost_limits), 1e9),
     ).solve_lp()  # fmt: skip
     assert lp.value < free.value - 1e-6
-    assert np.all(lp.constraint_values <= cmdp.limits + 1e-7)
-    assert np.any(np.isclose(lp.constraint_values, cmdp.limits, rtol=1e-6))
+    assert np.all(lp.constraint_values <= cmdp.cost_limits + 1e-7)
+    assert np.any(np.isclose(lp.constraint_values, cmdp.cost_limits, rtol=1e-6))
 
 
 # --- the target-drift bias -----------------------------------------------------
@@ -135,14 +135,14 @@ def test_tabular_bad_input_is_named():
     cmdp = make_random_cmdp(random_state=0)
     negative = TabularCMDP(
         cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
-        costs=cmdp.costs, limits=[1.0, -0.2],
+        costs=cmdp.costs, cost_limits=[1.0, -0.2],
     )  # fmt: skip
-    with pytest.raises(ValueError, match=r"cmdp.limits\[1\] = -0.2 is negative"):
+    with pytest.raises(ValueError, match=r"cmdp.cost_limits\[1\] = -0.2 is negative"):
         TabularLagrangian(max_iter=5).fit(negative)
     # Where a cost can be negative (a credit), a negative limit is a real one.
     credit = TabularCMDP(
         cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
-        costs=cmdp.costs - 0.5, limits=[-1.0, -1.0],
+        costs=cmdp.costs - 0.5, cost_limits=[-1.0, -1.0],
     )  # fmt: skip
     assert _fit(credit, max_iter=5).n_iter_ == 5
 

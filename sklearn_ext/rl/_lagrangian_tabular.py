@@ -299,14 +299,14 @@ class TabularLagrangian(BaseEstimator):
         if cmdp.gamma >= 1:
             raise ValueError("TabularLagrangian needs a discount gamma < 1.")
         check_reachable_limits(
-            cmdp.limits,
+            cmdp.cost_limits,
             (cmdp.costs >= 0).all(axis=(1, 2)),
-            param="cmdp.limits",
+            param="cmdp.cost_limits",
             measure="expected discounted cost",
         )
-        S, A, K = cmdp.n_states, cmdp.n_actions, len(cmdp.limits)
+        S, A, K = cmdp.n_states, cmdp.n_actions, len(cmdp.cost_limits)
         g, P, mu = cmdp.gamma, cmdp.transitions, cmdp.initial
-        R, C, d = cmdp.rewards, cmdp.costs, cmdp.limits
+        R, C, d = cmdp.rewards, cmdp.costs, cmdp.cost_limits
         stack = np.concatenate([R[None], C])  # (1 + K, S, A)
         logits = np.zeros((S, A))
         lam = np.full(K, float(self.lambda_init))
@@ -424,7 +424,7 @@ def make_random_cmdp(
     --------
     >>> from sklearn_ext.rl import make_random_cmdp
     >>> cmdp = make_random_cmdp(random_state=0)
-    >>> cmdp.costs.shape, cmdp.limits.shape
+    >>> cmdp.costs.shape, cmdp.cost_limits.shape
     ((2, 10, 3), (2,))
     """
     rng = check_random_state(random_state)
@@ -432,20 +432,20 @@ def make_random_cmdp(
     R = rng.uniform(size=(n_states, n_actions))
     C = rng.uniform(size=(n_constraints, n_states, n_actions))
     mu = np.full(n_states, 1.0 / n_states)
-    free = TabularCMDP(P, R, mu, gamma, costs=C, limits=np.full(n_constraints, 1e9))
+    free = TabularCMDP(P, R, mu, gamma, costs=C, cost_limits=np.full(n_constraints, 1e9))
     best = free.solve_lp()
     least = np.empty(n_constraints)
     for k in range(n_constraints):
-        alone = TabularCMDP(P, -C[k], mu, gamma, costs=C, limits=free.limits)
+        alone = TabularCMDP(P, -C[k], mu, gamma, costs=C, cost_limits=free.cost_limits)
         least[k] = -alone.solve_lp().value
     # Halfway between the least and the unconstrained optimum's cost, or as
     # near the latter as joint feasibility needs.
     for share in (0.5, 0.6, 0.7, 0.8, 0.9, 0.95):
         limits = least + share * (best.constraint_values - least)
-        cmdp = TabularCMDP(P, R, mu, gamma, costs=C, limits=limits)
+        cmdp = TabularCMDP(P, R, mu, gamma, costs=C, cost_limits=limits)
         try:
             cmdp.solve_lp()
         except ValueError:
             continue
         return cmdp
-    return TabularCMDP(P, R, mu, gamma, costs=C, limits=best.constraint_values)
+    return TabularCMDP(P, R, mu, gamma, costs=C, cost_limits=best.constraint_values)

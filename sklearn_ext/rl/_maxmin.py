@@ -502,7 +502,7 @@ def solve_weighted_lp(mdp, weights, constraints=None):
     else:
         try:
             sol = TabularCMDP(
-                P, reward, mu, g, costs=mdp.costs, limits=limits
+                P, reward, mu, g, costs=mdp.costs, cost_limits=limits
             ).solve_lp()
         except ValueError as exc:  # the inputs are checked: only infeasibility
             raise _infeasible(mdp, limits) from exc

@@ -248,7 +248,7 @@ class TabularCMDP(TabularMDP):
         Discount factor in (0, 1); the LP needs it below 1.
     costs : array-like of shape (n_constraints, n_states, n_actions)
         Per-step cost of each constraint.
-    limits : array-like of shape (n_constraints,)
+    cost_limits : array-like of shape (n_constraints,)
         Upper limit of each expected discounted cost.
 
     Examples
@@ -258,21 +258,21 @@ class TabularCMDP(TabularMDP):
     >>> # One state, two actions: action 1 pays 1 and costs 1, action 0 neither.
     >>> P = np.ones((1, 2, 1)); R = np.array([[0.0, 1.0]])
     >>> cmdp = TabularCMDP(P, R, initial=[1.0], gamma=0.5,
-    ...                    costs=[[[0.0, 1.0]]], limits=[1.0])
+    ...                    costs=[[[0.0, 1.0]]], cost_limits=[1.0])
     >>> sol = cmdp.solve_lp()      # the cost budget allows action 1 half the time
     >>> round(sol.value, 6), np.round(sol.policy, 3).tolist()
     (1.0, [[0.5, 0.5]])
     """
 
     costs: np.ndarray = None
-    limits: np.ndarray = None
+    cost_limits: np.ndarray = None
 
     def __post_init__(self):
         super().__post_init__()
-        if self.costs is None or self.limits is None:
-            raise ValueError("a TabularCMDP needs costs and limits.")
+        if self.costs is None or self.cost_limits is None:
+            raise ValueError("a TabularCMDP needs costs and cost_limits.")
         C = _as_array("costs", self.costs, 3)
-        L = _as_array("limits", self.limits, 1)
+        L = _as_array("cost_limits", self.cost_limits, 1)
         if C.shape[1:] != (self.n_states, self.n_actions):
             raise ValueError(
                 f"costs must have shape (n_constraints, {self.n_states}, "
@@ -280,17 +280,17 @@ class TabularCMDP(TabularMDP):
             )
         if L.shape != (C.shape[0],):
             raise ValueError(
-                f"limits must have one entry per constraint ({C.shape[0]}); "
+                f"cost_limits must have one entry per constraint ({C.shape[0]}); "
                 f"got shape {L.shape}."
             )
         object.__setattr__(self, "costs", C)
-        object.__setattr__(self, "limits", L)
+        object.__setattr__(self, "cost_limits", L)
 
     def solve_lp(self):
         """Optimal policy under the cost limits, by the occupancy-measure LP.
 
         The MDP's LP with, for each constraint ``k``,
-        :math:`\\sum_{s,a} d(s,a) c_k(s,a) / (1-\\gamma) \\le` ``limits[k]``.
+        :math:`\\sum_{s,a} d(s,a) c_k(s,a) / (1-\\gamma) \\le` ``cost_limits[k]``.
         The optimum may be stochastic.
 
         Returns
@@ -304,4 +304,4 @@ class TabularCMDP(TabularMDP):
             When no policy satisfies the limits (HiGHS reports the LP
             infeasible).
         """
-        return self._solve(self.costs, self.limits)
+        return self._solve(self.costs, self.cost_limits)
