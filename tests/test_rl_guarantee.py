@@ -10,7 +10,7 @@ from scipy.stats import binom, binomtest, ksone, multinomial
 from sklearn.base import clone
 from sklearn.utils.estimator_checks import check_param_validation
 
-from sklearn_ext.rl import BridgeTaskFamily, MultiTaskGuarantee
+from sklearn_ext.rl import BridgeTaskFamily, MultiTaskGuarantee, plot_guarantee
 from sklearn_ext.rl._bounds import task_lower_bounds
 from sklearn_ext.rl._order_statistics import (
     band_coverage,
@@ -280,6 +280,46 @@ def test_bad_input_is_named(params, returns, match):
 def test_delta_outside_the_unit_interval_is_rejected(delta):
     with pytest.raises(InvalidParameterError, match="delta"):
         MultiTaskGuarantee(delta=delta).fit([[0.0, 1.0], [1.0, 1.0]])
+
+
+@pytest.mark.parametrize("task_delta", [0.5 + 1e-9, 0.7, 0.99])
+def test_task_delta_above_one_half_is_rejected(task_delta):
+    # Massart's one-sided DKW constant needs the level at most 1/2.
+    with pytest.raises(InvalidParameterError, match="task_delta"):
+        MultiTaskGuarantee(task_delta=task_delta).fit([[0.0, 1.0], [1.0, 1.0]])
+    assert MultiTaskGuarantee(task_delta=0.5).fit([[0.0, 1.0]] * 40).curve_.size
+    # Too few tasks for so weak per-task bounds: named, not a crash.
+    with pytest.raises(ValueError, match="lower task_delta or sample more tasks"):
+        MultiTaskGuarantee(task_delta=0.5).fit([[0.0, 1.0], [1.0, 1.0]])
+
+
+def test_dkw_levels_above_one_half_are_rejected():
+    returns = np.array([[0.0, 1.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="task_level='dkw' needs delta <= 0.5"):
+        MultiTaskGuarantee(task_level="dkw", delta=0.6).fit(returns)
+    MultiTaskGuarantee(task_level="order-statistics", delta=0.6).fit(returns)
+    with pytest.raises(ValueError, match="Massart"):
+        task_lower_bounds(returns, bound="dkw", delta=0.6, return_range=(0, 1))
+
+
+def test_plot_draws_the_curve_that_probability_reads(bridge_returns):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cert = MultiTaskGuarantee().fit(bridge_returns)
+    ax = plot_guarantee(cert, label="certified")
+    x, y = ax.lines[0].get_data()
+    # A "pre" step: the value on (x[i-1], x[i]] is y[i]; read it back at the
+    # midpoints and the right ends of every step.
+    mids = (x[:-1] + x[1:]) / 2
+    np.testing.assert_array_equal(cert.probability(mids[x[1:] > x[:-1]]),
+                                  y[1:][x[1:] > x[:-1]])
+    np.testing.assert_array_equal(cert.probability(x[1:-1]), y[1:-1])
+    assert ax.get_legend().get_texts()[0].get_text() == "certified"
+    plt.close(ax.figure)
+    with pytest.raises(Exception, match="not fitted"):
+        plot_guarantee(MultiTaskGuarantee())
 
 
 def test_guarantee_rejects_probabilities_outside_unit_interval(bridge_returns):

@@ -29,6 +29,7 @@ from sklearn_ext.rl._maxmin import (
 from sklearn_ext.rl._maxmin_agent import ConstrainedMaxMinMORL
 from sklearn_ext.rl._mdp import LPSolution, TabularCMDP, TabularMDP
 from sklearn_ext.rl._mo_agent import MOQuantileAgent
+from sklearn_ext.rl._plotting import plot_guarantee
 from sklearn_ext.rl._qlearning import TabularQLearning
 from sklearn_ext.rl._rollouts import collect_returns
 from sklearn_ext.rl._task_families import BridgeTaskFamily
@@ -60,6 +61,7 @@ __all__ = [
     "make_random_cmdp",
     "make_random_momdp",
     "multiplier_step",
+    "plot_guarantee",
     "solve_maxmin_lp",
     "solve_weighted_lp",
     *_ENVIRONMENTS,

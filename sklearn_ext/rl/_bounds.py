@@ -14,7 +14,7 @@ import numpy as np
 
 from sklearn_ext.utils._bounds import binomial_upper_bound
 
-__all__ = ["TASK_BOUNDS", "task_lower_bounds"]
+__all__ = ["TASK_BOUNDS", "check_massart_level", "task_lower_bounds"]
 
 
 def _normalised(returns, low, high):
@@ -42,11 +42,26 @@ def _empirical_bernstein(z, m, mean, delta):
     return mean - np.sqrt(2.0 * var * log_term / m) - 7.0 * log_term / (3.0 * (m - 1))
 
 
+def check_massart_level(delta, what):
+    """Refuse a DKW level above 1/2, where Massart's constant is not proven.
+
+    Massart (1990) proves ``P(sup (F_m - F) > eps) <= exp(-2 m eps^2)`` for
+    ``exp(-2 m eps^2) <= 1/2``: the one-sided band at level ``delta`` needs
+    ``delta <= 1/2``.
+    """
+    if not 0.0 < delta <= 0.5:
+        raise ValueError(
+            f"{what} needs a level in (0, 0.5] (Massart's one-sided DKW "
+            f"constant holds only there); got {delta!r}."
+        )
+
+
 def _dkw(z, m, mean, delta):
     # One-sided DKW band with Massart's constant: the true CDF lies below the
     # empirical one plus eps. The smallest mean inside the band moves eps of
     # the mass from the top of the sample down to the lower end (0 here):
     # E[Z] >= integral over [0, 1] of max(0, 1 - F_m(x) - eps) dx.
+    check_massart_level(delta, "task_bound='dkw'")
     eps = np.sqrt(np.log(1.0 / delta) / (2.0 * m))
     x = np.sort(z, axis=1)  # NaN padding goes last
     n_cols = x.shape[1]

@@ -122,9 +122,11 @@ class MultiTaskGuarantee(BaseEstimator):
     delta : float, default=0.01
         One minus the confidence of the whole curve, in (0, 1).
 
-    task_delta : float or "auto", default="auto"
+    task_delta : float in (0, 0.5] or "auto", default="auto"
         Failure probability :math:`\beta` of each per-task bound that may
-        fail. ``"auto"`` is ``1e-3``, and ``delta / (2 n)`` with
+        fail. At most 1/2: Massart's constant in the one-sided DKW bound
+        (``task_bound="dkw"``) holds only there, and a per-task bound that
+        fails more often than not certifies nothing. ``"auto"`` is ``1e-3``, and ``delta / (2 n)`` with
         ``composition="bonferroni"`` (where every bound must hold). A larger
         :math:`\beta` tightens every such bound but allows more failures
         :math:`v`, whose ranks are lost at the top of the curve (with
@@ -144,7 +146,8 @@ class MultiTaskGuarantee(BaseEstimator):
 
     task_level : {"order-statistics", "dkw"}, default="order-statistics"
         The task-level band: the exact equal-level order-statistics band, or
-        the DKW band (ablation and baseline).
+        the DKW band (ablation and baseline; Massart's constant needs
+        ``delta <= 0.5``, checked in ``fit``).
 
     Attributes
     ----------
@@ -213,7 +216,7 @@ class MultiTaskGuarantee(BaseEstimator):
         "task_bound": [StrOptions(set(TASK_BOUNDS))],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "task_delta": [
-            Interval(Real, 0, 1, closed="neither"),
+            Interval(Real, 0, 0.5, closed="right"),
             StrOptions({"auto"}),
         ],
         "return_range": [tuple, list],
@@ -318,6 +321,11 @@ class MultiTaskGuarantee(BaseEstimator):
             The fitted guarantee.
         """
         low, high = self._check_range()
+        if self.task_level == "dkw" and self.delta > 0.5:
+            raise ValueError(
+                f"task_level='dkw' needs delta <= 0.5 (Massart's one-sided "
+                f"DKW constant holds only there); got delta={self.delta!r}."
+            )
         returns, counts = self._check_returns(returns, low, high)
         n = returns.shape[0]
         delta = float(self.delta)

@@ -29,6 +29,8 @@ from scipy.optimize import brentq
 from scipy.stats import beta as beta_dist
 from scipy.stats import binom
 
+from sklearn_ext.rl._bounds import check_massart_level
+
 # Binomial tail dropped per step of the recursion (see band_coverage), and
 # the precision of the band's log pointwise level.
 _TAIL = 1e-15
@@ -160,6 +162,13 @@ def compose(n, beta, delta, task_level="order-statistics", reserved=0.0):
         if best is not None and p[v:].sum() <= best[1][best[0] :].sum():
             break  # the criterion has peaked: more failures only cost ranks
         best = (v, p)
+    if best is None:
+        raise ValueError(
+            f"with {n} tasks and task_delta={beta:g}, every number of allowed "
+            f"per-task failures v < {n} leaves P(Bin({n}, task_delta) > v) "
+            f"above what delta={delta:g} allows: lower task_delta or sample "
+            "more tasks."
+        )
     v, p = best
     p = np.array(p)
     p.setflags(write=False)
@@ -171,5 +180,6 @@ def task_level_probabilities(n, delta, task_level):
     if task_level == "order-statistics":
         return 1.0 - equal_level_band(n, delta)
     # Kolmogorov band with Massart's constant: F(J_(j)) <= j / n + eps.
+    check_massart_level(delta, "the DKW task-level band")
     eps = np.sqrt(np.log(1.0 / delta) / (2.0 * n))
     return np.clip(1.0 - np.arange(1, n + 1) / n - eps + 1.0 / n, 0.0, 1.0)
