@@ -40,7 +40,19 @@ def _transitions():
     s, a = rng.randint(4, size=60), rng.randint(2, size=60)
     s2 = (s + a) % 4
     done = (s2 == 3).astype(float)
-    return np.column_stack([s, a, done, s2, done])
+    return {
+        "observations": s,
+        "actions": a,
+        "rewards": done,
+        "next_observations": s2,
+        "terminals": done,
+    }
+
+
+def _with(**changes):
+    """The transitions with some arrays replaced (or removed, given None)."""
+    out = {**T, **changes}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 T = _transitions()
@@ -52,18 +64,44 @@ Q_LEARNING = cases_of(
     calls=lambda: [("q_values_", None), ("predict", (STATES,))],
     alt_params={"gamma": 0.5},
     bad=(
-        Bad("4-columns", _args(T[:, :4]), ValueError, r"5 columns"),
-        Bad("negative-state", _args(T - 1), ValueError, r"non-negative integers"),
+        Bad("missing-key", _args(_with(terminals=None)), ValueError, r"lacks the keys"),
+        Bad(
+            "negative-state",
+            _args(_with(observations=T["observations"] - 1)),
+            ValueError,
+            r"non-negative integers",
+        ),
         Bad(
             "terminated-half",
-            _args(np.column_stack([T[:, :4], np.full(60, 0.5)])),
+            _args(_with(terminals=np.full(60, 0.5))),
             ValueError,
-            r"terminated must be 0 or 1",
+            r"terminals must be booleans",
         ),
-        Bad("nan", _args(np.where(T == 3, np.nan, T)), ValueError, r"NaN"),
-        Bad("1d", _args(T[0]), ValueError, r"Expected 2D"),
-        Bad("empty", _args(T[:0]), ValueError, r"0 sample"),
-        Bad("strings", _args(np.full(T.shape, "a")), ValueError, r"convert|numeric"),
+        Bad(
+            "nan",
+            _args(_with(rewards=np.where(T["rewards"] > 0, np.nan, 0.0))),
+            ValueError,
+            r"NaN",
+        ),
+        Bad("table", _args(np.zeros((3, 5))), TypeError, r"offline dataset"),
+        Bad(
+            "rows-differ",
+            _args(_with(actions=T["actions"][:10])),
+            ValueError,
+            r"actions has 10 rows",
+        ),
+        Bad(
+            "strings",
+            _args(_with(rewards=np.full(60, "a"))),
+            ValueError,
+            r"numeric",
+        ),
+        Bad(
+            "vector-reward",
+            _args(_with(rewards=np.zeros((60, 2)))),
+            ValueError,
+            r"one scalar reward",
+        ),
         Bad(
             "state-too-large",
             _args(np.array([4])),

@@ -360,7 +360,7 @@ def test_online_q_learning_generalises_across_gridworld_tasks():
     tasks = [world.sample_task(rng) for _ in range(30)]
     learned = np.mean([world.success_probability(agent, t) for t in tasks])
     optimal = np.mean([_planner_success(world, t) for t in tasks])
-    untrained = TabularQLearning(n_episodes=1, random_state=0).fit(world)
+    untrained = TabularQLearning(total_timesteps=1, random_state=0).fit(world)
     baseline = np.mean([world.success_probability(untrained, t) for t in tasks])
     assert learned > optimal - 0.05
     assert learned > baseline + 0.3
@@ -373,14 +373,26 @@ def test_offline_q_learning_recovers_the_lp_policy():
     a = rng.integers(3, size=40_000)
     s2 = np.array([rng.choice(4, p=mdp.transitions[i, j]) for i, j in zip(s, a)])
     r = mdp.rewards[s, a]
-    X = np.column_stack([s, a, r, s2, np.zeros(len(s))])
+    X = {
+        "observations": s,
+        "actions": a,
+        "rewards": r,
+        "next_observations": s2,
+        "terminals": np.zeros(len(s), dtype=bool),
+    }
     agent = TabularQLearning(gamma=mdp.gamma).fit(X)
     lp = mdp.solve_lp().policy.argmax(axis=1)
     np.testing.assert_array_equal(agent.predict(np.arange(4)), lp)
 
 
 def test_offline_non_convergence_warns():
-    X = np.array([[0, 0, 1.0, 0, 0], [0, 1, 0.0, 0, 0]])
+    X = {
+        "observations": [0, 0],
+        "actions": [0, 1],
+        "rewards": [1.0, 0.0],
+        "next_observations": [0, 0],
+        "terminals": [False, False],
+    }
     with pytest.warns(ConvergenceWarning, match="max_iter=3"):
         TabularQLearning(max_iter=3).fit(X)
 
@@ -390,7 +402,7 @@ def test_grid_search_over_held_out_tasks():
     rng = np.random.default_rng(0)
     envs = [family.make_task(rng) for _ in range(4)]
     search = GridSearchCV(
-        TabularQLearning(n_episodes=100, random_state=0),
+        TabularQLearning(total_timesteps=700, random_state=0),
         {"epsilon": [0.0, 0.5]},
         cv=2,
         n_jobs=2,
@@ -401,7 +413,7 @@ def test_grid_search_over_held_out_tasks():
 
 
 def test_agent_contract_clone_pickle_params():
-    agent = TabularQLearning(n_episodes=200, random_state=0)
+    agent = TabularQLearning(total_timesteps=1400, random_state=0)
     check_param_validation("TabularQLearning", agent)
     fitted = clone(agent).fit(BridgeWorld())
     assert not hasattr(clone(fitted), "q_values_")
@@ -414,20 +426,18 @@ def test_agent_contract_clone_pickle_params():
 @pytest.mark.parametrize(
     "X, error, match",
     [
-        (np.zeros((3, 4)), ValueError, "5 columns"),
-        (np.array([[0, 0, 1.0, -1, 0]]), ValueError, "non-negative integers"),
-        (np.array([[0, 0, 1.0, 1, 0.5]]), ValueError, "terminated"),
+        (np.zeros((3, 5)), TypeError, "offline dataset"),
         ([BridgeWorld(), np.zeros(5)], TypeError, "only environments"),
         ([BridgeWorld(width=3), BridgeWorld(width=4)], ValueError, "spaces differ"),
     ],
 )
 def test_agent_bad_fit_input_is_named(X, error, match):
     with pytest.raises(error, match=match):
-        TabularQLearning(n_episodes=5).fit(X)
+        TabularQLearning(total_timesteps=35).fit(X)
 
 
 def test_agent_bad_inference_input_is_named():
-    agent = TabularQLearning(n_episodes=20, random_state=0).fit(BridgeWorld())
+    agent = TabularQLearning(total_timesteps=140, random_state=0).fit(BridgeWorld())
     with pytest.raises(ValueError, match="integer states"):
         agent.predict([0, 7])
     with pytest.raises(ValueError, match="integer states"):
@@ -445,4 +455,4 @@ def test_continuous_spaces_are_refused():
             self.observation_space = gym.spaces.Box(0, 1, (2,))
 
     with pytest.raises(ValueError, match="Discrete"):
-        TabularQLearning(n_episodes=5).fit(Box())
+        TabularQLearning(total_timesteps=35).fit(Box())

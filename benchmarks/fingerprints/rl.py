@@ -38,7 +38,7 @@ def rl_guarantee():
         cert = MultiTaskGuarantee(delta=0.01, **params).fit(returns)
         out += [cert.guarantee([0.5, 0.8, 0.9, 0.95]), cert.curve_[::7]]
     world = GoalGridWorld()
-    agent = TabularQLearning(n_episodes=1500, random_state=0).fit(world)
+    agent = TabularQLearning(total_timesteps=10000, random_state=0).fit(world)
     rng = np.random.default_rng(1)
     tasks = [world.sample_task(rng) for _ in range(20)]
     out.append([world.success_probability(agent, task) for task in tasks])

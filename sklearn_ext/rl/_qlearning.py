@@ -11,7 +11,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 
 from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, check_env, is_env, rl_tags
-from sklearn_ext.rl._rollouts import episode_returns, run_episodes
+from sklearn_ext.rl._rollouts import (
+    TRANSITION_KEYS,
+    check_transitions,
+    episode_returns,
+    run_episodes,
+)
 from sklearn_ext.utils._messages import warn
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
@@ -22,9 +27,6 @@ from sklearn_ext.utils._torch import child_seeds
 
 __all__ = ["TabularQLearning"]
 
-# Columns of a transition table.
-TRANSITION_COLUMNS = ("state", "action", "reward", "next_state", "terminated")
-
 
 class TabularQLearning(BaseEstimator):
     r"""Q-learning for finite state and action spaces, online or offline.
@@ -34,16 +36,19 @@ class TabularQLearning(BaseEstimator):
     - a gymnasium environment with ``Discrete`` observation and action spaces,
       or a list of them (tasks; each episode picks one at random): online
       Q-learning with :math:`\varepsilon`-greedy exploration for
-      ``n_episodes`` episodes, the step size of a state-action pair visited
+      ``total_timesteps`` environment steps, the step size of a state-action
+      pair visited
       :math:`n` times being ``learning_rate`` :math:`/ n^{0.6}` (a polynomial
       schedule under which tabular Q-learning converges, Even-Dar and Mansour
       2003);
-    - or a transition table, a 2-D array with columns ``(state, action,
-      reward, next_state, terminated)``: offline, Q-value iteration on the
-      empirical model of the table (the fixed point that repeated Q-learning
-      sweeps over the table converge to), until the largest change is below
-      ``tol`` or ``max_iter`` sweeps. State-action pairs absent from the table
-      keep the value 0.
+    - or an offline dataset, the family's one form: a dict of arrays with
+      keys ``observations``, ``actions``, ``rewards``,
+      ``next_observations`` and ``terminals`` (as d4rl and minari name them;
+      here integer states and actions, scalar rewards): offline, Q-value
+      iteration on the empirical model of the data (the fixed point that
+      repeated Q-learning sweeps over it converge to), until the largest
+      change is below ``tol`` or ``max_iter`` sweeps. State-action pairs
+      absent from the data keep the value 0.
 
     A multi-task environment whose observation carries the task (as
     :class:`GoalGridWorld`'s does) makes the fitted greedy policy a
@@ -58,8 +63,11 @@ class TabularQLearning(BaseEstimator):
         Scale of the step size ``learning_rate / n**0.6`` (online), in (0, 1].
     epsilon : float, default=0.3
         Probability of a random action during online training.
-    n_episodes : int, default=10000
-        Online training episodes.
+    total_timesteps : int, default=70000
+        Online training budget in environment steps (the family's name for
+        an environment agent's budget); the last episode stops when the
+        budget is spent. The default is about 10,000 episodes of
+        :class:`GoalGridWorld`.
     max_iter : int, default=1000
         Offline sweeps at most.
     tol : float, default=1e-8
@@ -74,8 +82,10 @@ class TabularQLearning(BaseEstimator):
     q_values_ : ndarray of shape (n_states, n_actions)
     n_states_ : int
     n_actions_ : int
-    training_returns_ : ndarray of shape (n_episodes,)
+    training_returns_ : ndarray of shape (n_training_episodes,)
         Return of each online training episode (empty offline).
+    n_timesteps_ : int
+        Environment steps taken (``total_timesteps`` online, 0 offline).
     n_iter_ : int
         Online episodes run, or offline sweeps.
 
@@ -89,7 +99,7 @@ class TabularQLearning(BaseEstimator):
     Examples
     --------
     >>> from sklearn_ext.rl import BridgeWorld, TabularQLearning
-    >>> agent = TabularQLearning(n_episodes=300, random_state=0)
+    >>> agent = TabularQLearning(total_timesteps=1000, random_state=0)
     >>> agent = agent.fit(BridgeWorld(width=4, slip=0.05))
     >>> agent.predict([0, 1, 2]).tolist()        # always step forward
     [0, 0, 0]
@@ -99,7 +109,7 @@ class TabularQLearning(BaseEstimator):
         "gamma": [Interval(Real, 0, 1, closed="left")],
         "learning_rate": [Interval(Real, 0, 1, closed="right")],
         "epsilon": [Interval(Real, 0, 1, closed="both")],
-        "n_episodes": [Interval(Integral, 1, None, closed="left")],
+        "total_timesteps": [Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "max_episode_steps": [Interval(Integral, 1, None, closed="left")],
@@ -116,7 +126,7 @@ class TabularQLearning(BaseEstimator):
         gamma=0.95,
         learning_rate=1.0,
         epsilon=0.3,
-        n_episodes=10000,
+        total_timesteps=70000,
         max_iter=1000,
         tol=1e-8,
         max_episode_steps=1000,
@@ -125,7 +135,7 @@ class TabularQLearning(BaseEstimator):
         self.gamma = gamma
         self.learning_rate = learning_rate
         self.epsilon = epsilon
-        self.n_episodes = n_episodes
+        self.total_timesteps = total_timesteps
         self.max_iter = max_iter
         self.tol = tol
         self.max_episode_steps = max_episode_steps
@@ -136,7 +146,7 @@ class TabularQLearning(BaseEstimator):
 
     @classmethod
     def _get_test_params(cls):
-        return {"n_episodes": 200, "random_state": 0}
+        return {"total_timesteps": 1400, "random_state": 0}
 
     # --- fitting -------------------------------------------------------------
 
@@ -146,11 +156,10 @@ class TabularQLearning(BaseEstimator):
 
         Parameters
         ----------
-        X : gymnasium.Env, list of gymnasium.Env, or array-like of shape \
-                (n_transitions, 5)
+        X : gymnasium.Env, list of gymnasium.Env, or dict of array-like
             Environment(s) with ``Discrete`` spaces for online learning, or
-            a transition table with columns ``(state, action, reward,
-            next_state, terminated)`` for offline learning.
+            an offline dataset (a dict with keys ``observations``,
+            ``actions``, ``rewards``, ``next_observations``, ``terminals``).
 
         y : None
             Ignored.
@@ -167,6 +176,9 @@ class TabularQLearning(BaseEstimator):
             self._fit_online(envs)
         else:
             self._fit_offline(self._check_transitions(X))
+        self._policy_rng_ = np.random.RandomState(
+            check_random_state(self.random_state).randint(2**31 - 1)
+        )
         return self
 
     @staticmethod
@@ -188,8 +200,9 @@ class TabularQLearning(BaseEstimator):
         seeds = child_seeds(rng, len(envs))
         Q = np.zeros((S, A))
         visits = np.zeros((S, A))
-        returns = np.empty(self.n_episodes)
+        returns = []
         started = [False] * len(envs)
+        steps = 0
 
         def act(observations):
             # epsilon-greedy, ties broken at random
@@ -200,45 +213,53 @@ class TabularQLearning(BaseEstimator):
             return [int(best[rng.randint(len(best))])]
 
         def learn(i, obs, action, reward, nxt, terminated, info):
+            nonlocal steps
+            steps += 1
+            if np.size(reward) != 1:
+                raise ValueError(
+                    "TabularQLearning needs a scalar reward; the environment "
+                    f"returned {np.size(reward)} values."
+                )
             obs, nxt = int(obs), int(nxt)
             visits[obs, action] += 1
             step = self.learning_rate / visits[obs, action] ** 0.6
             target = reward + (0.0 if terminated else self.gamma * Q[nxt].max())
             Q[obs, action] += step * (target - Q[obs, action])
 
-        for episode in range(self.n_episodes):
+        while steps < self.total_timesteps:
             i = int(rng.randint(len(envs)))
             seed = None if started[i] else seeds[i]
             started[i] = True
-            returns[episode] = run_episodes(
-                act, [envs[i]], [seed], self.max_episode_steps, on_step=learn
-            )[0]
+            length = min(self.max_episode_steps, self.total_timesteps - steps)
+            returns.append(
+                float(run_episodes(act, [envs[i]], [seed], length, on_step=learn)[0])
+            )
         self.q_values_ = Q
         self.n_states_, self.n_actions_ = S, A
-        self.training_returns_ = returns
-        self.n_iter_ = self.n_episodes
+        self.training_returns_ = np.asarray(returns)
+        self.n_timesteps_ = steps
+        self.n_iter_ = len(returns)
 
     def _check_transitions(self, X):
         if isinstance(X, (list, tuple)) and len(X) and any(is_env(e) for e in X):
             raise TypeError("a list given to fit must hold only environments.")
-        X = check_array(X, dtype=float)
-        if X.shape[1] != len(TRANSITION_COLUMNS):
-            raise ValueError(
-                f"a transition table has {len(TRANSITION_COLUMNS)} columns "
-                f"{TRANSITION_COLUMNS}; got {X.shape[1]}."
+        if not isinstance(X, dict):
+            raise TypeError(
+                "TabularQLearning.fit takes a gymnasium environment, a list of "
+                f"them, or an offline dataset (a dict with keys {TRANSITION_KEYS}); "
+                f"got {type(X).__name__}."
             )
-        ints = X[:, [0, 1, 3]]
-        if (ints < 0).any() or (ints != np.round(ints)).any():
+        data = check_transitions(X, "TabularQLearning", discrete=True)
+        if data["rewards"].shape[1] != 1:
             raise ValueError(
-                "state, action and next_state must be non-negative integers."
+                "TabularQLearning needs one scalar reward per transition; got "
+                f"{data['rewards'].shape[1]} per row."
             )
-        if not np.isin(X[:, 4], (0, 1)).all():
-            raise ValueError("terminated must be 0 or 1.")
-        return X
+        return data
 
-    def _fit_offline(self, X):
-        s, a, s2 = (X[:, j].astype(int) for j in (0, 1, 3))
-        r, done = X[:, 2], X[:, 4].astype(bool)
+    def _fit_offline(self, data):
+        s, a, s2 = data["observations"], data["actions"], data["next_observations"]
+        r, done = data["rewards"][:, 0], data["terminals"]
         S = int(max(s.max(), s2.max())) + 1
         A = int(a.max()) + 1
         counts = np.zeros((S, A))
@@ -266,23 +287,29 @@ class TabularQLearning(BaseEstimator):
         self.q_values_ = Q
         self.n_states_, self.n_actions_ = S, A
         self.training_returns_ = np.empty(0)
+        self.n_timesteps_ = 0
         self.n_iter_ = n_iter
 
     # --- acting --------------------------------------------------------------
 
-    def predict(self, observations):
-        """Greedy actions (lowest index among ties).
+    def predict(self, observations, deterministic=True):
+        """Greedy actions (lowest index among ties), or exploring draws.
 
         Parameters
         ----------
         observations : array-like of shape (n_observations,) or \
                 (n_observations, 1)
             State indices.
+        deterministic : bool, default=True
+            True: the greedy action. False: the epsilon-greedy policy the
+            agent trained with (a uniformly random action with probability
+            ``epsilon``), drawn from a generator that ``fit`` seeds from
+            ``random_state``, so the draws after a fit are reproducible.
 
         Returns
         -------
         actions : ndarray of shape (n_observations,)
-            The greedy action of each observation.
+            The action of each observation.
         """
         check_is_fitted(self)
         obs = np.asarray(observations)
@@ -302,7 +329,12 @@ class TabularQLearning(BaseEstimator):
             raise ValueError(
                 f"observations must be integer states in [0, {self.n_states_})."
             )
-        return np.argmax(self.q_values_[obs.astype(int)], axis=1)
+        greedy = np.argmax(self.q_values_[obs.astype(int)], axis=1)
+        if deterministic:
+            return greedy
+        rng = self._policy_rng_
+        explore = rng.random_sample(len(greedy)) < self.epsilon
+        return np.where(explore, rng.randint(self.n_actions_, size=len(greedy)), greedy)
 
     def score(self, X, y=None, *, n_episodes=100, random_state=0):
         """Mean undiscounted return of the greedy policy.

@@ -22,6 +22,7 @@ from sklearn_ext.utils._torch import child_seeds
 
 __all__ = [
     "actions_of",
+    "check_transitions",
     "collect_returns",
     "episode_returns",
     "lockstep_episodes",
@@ -36,6 +37,91 @@ TRANSITION_KEYS = (
     "next_observations",
     "terminals",
 )
+
+
+def check_transitions(data, owner, *, discrete=False, costs=False):
+    """The family's one check of an offline dataset.
+
+    Every agent that learns from logged data takes the same form, a dict of
+    arrays keyed as d4rl and minari name them: ``observations``,
+    ``actions``, ``rewards`` (a scalar or a vector per row),
+    ``next_observations``, ``terminals`` (terminated, not merely truncated)
+    and, for constrained agents, ``costs`` (one per constraint per row).
+
+    Parameters
+    ----------
+    data : dict of array-like
+    owner : str
+        Who checks (named in every message).
+    discrete : bool, default=False
+        Observations and actions must be non-negative integers (one per row).
+    costs : bool, default=False
+        The dataset must hold ``costs``.
+
+    Returns
+    -------
+    checked : dict of ndarray
+        New arrays (the caller's are never modified): ``rewards`` and
+        ``costs`` 2-D (one column per entry), ``terminals`` boolean,
+        ``actions`` 1-D integers where ``discrete``.
+
+    Raises
+    ------
+    TypeError
+        If ``data`` is not a dict.
+    ValueError
+        On a missing key, rows that disagree in number, non-finite values,
+        or (``discrete``) observations or actions that are not non-negative
+        integers.
+    """
+    keys = (*TRANSITION_KEYS, "costs") if costs else TRANSITION_KEYS
+    if not isinstance(data, dict):
+        raise TypeError(
+            f"{owner}.fit takes an offline dataset as a dict of arrays with keys "
+            f"{keys}; got {type(data).__name__}."
+        )
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(f"the dataset given to {owner} lacks the keys {missing}.")
+    out = {}
+    for key in keys:
+        value = np.array(data[key], copy=True)
+        if value.dtype == object or not (
+            np.issubdtype(value.dtype, np.number) or value.dtype == bool
+        ):
+            raise ValueError(f"{key} must be numeric; got dtype {value.dtype}.")
+        if value.ndim == 0 or len(value) == 0:
+            raise ValueError(f"{key} must hold one entry per transition; got none.")
+        if not np.all(np.isfinite(value.astype(np.float64))):
+            raise ValueError(f"{key} contain NaN or infinity.")
+        out[key] = value
+    n = len(out["observations"])
+    for key in keys[1:]:
+        if len(out[key]) != n:
+            raise ValueError(
+                f"{key} has {len(out[key])} rows but observations has {n}."
+            )
+    for key in ("rewards", "costs"):
+        if key in out:
+            out[key] = out[key].reshape(n, -1).astype(np.float64)
+    if out["observations"].shape[1:] != out["next_observations"].shape[1:]:
+        raise ValueError(
+            f"observations {out['observations'].shape} and next_observations "
+            f"{out['next_observations'].shape} differ in shape."
+        )
+    if not np.all(np.isin(out["terminals"], (0, 1))):
+        raise ValueError("terminals must be booleans (or 0 and 1).")
+    out["terminals"] = out["terminals"].astype(bool)
+    if discrete:
+        for key in ("observations", "actions", "next_observations"):
+            v = out[key]
+            if v.ndim != 1 or np.any(v < 0) or np.any(v != np.round(v)):
+                raise ValueError(
+                    f"{owner} needs {key} as non-negative integers, one per "
+                    "transition."
+                )
+            out[key] = v.astype(np.int64)
+    return out
 
 
 def actions_of(policy, observations):
@@ -106,6 +192,11 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
             a = a.item() if np.ndim(a) == 0 else np.asarray(a)
             nxt, reward, terminated, truncated, info = envs[i].step(a)
             nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
+            if not np.all(np.isfinite(reward)):
+                raise ValueError(
+                    f"the environment returned a non-finite reward {reward!r}: "
+                    "rewards must be finite numbers."
+                )
             if shape is None:
                 shape = reward.shape
             elif reward.shape != shape:
@@ -291,6 +382,12 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=N
             out[key].append(value)
         out["episodes"].append(i)
         if info_key is not None:
+            value = np.asarray(info[info_key], dtype=np.float64)
+            if not np.all(np.isfinite(value)):
+                raise ValueError(
+                    f"the environment's info['{info_key}'] is not finite "
+                    f"({value!r}): it must hold finite numbers at every step."
+                )
             out["info"].append(info[info_key])
 
     returns = run_episodes(
