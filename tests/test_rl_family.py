@@ -456,3 +456,72 @@ def test_continuous_spaces_are_refused():
 
     with pytest.raises(ValueError, match="Discrete"):
         TabularQLearning(total_timesteps=35).fit(Box())
+
+
+# --- other environment conventions ----------------------------------------------
+
+
+class _SafetyStyle:
+    """A DistributionGridEnv stepping as Safety-Gymnasium does: six values.
+
+    The cost is the step's two constraint costs, moved out of the info.
+    """
+
+    def __init__(self, env):
+        self.inner = env
+        self.action_space = env.action_space
+        self.observation_space = env.observation_space
+
+    def reset(self, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.inner.step(action)
+        info = dict(info)
+        cost = info.pop("costs")
+        return obs, reward, cost, terminated, truncated, info
+
+
+def test_safety_gymnasium_steps_become_the_family_form():
+    pytest.importorskip("gymnasium")
+    from sklearn_ext.rl import DistributionGridEnv, SafetyGymnasiumWrapper
+
+    def act(observations):
+        return np.tile([0.3, -0.2, 0.1, 0.5], (len(observations), 1))
+
+    native = lockstep_episodes(
+        act, [DistributionGridEnv(), DistributionGridEnv()], [1, 2], 48,
+        info_key="costs",
+    )
+    wrapped = [SafetyGymnasiumWrapper(_SafetyStyle(DistributionGridEnv()))
+               for _ in range(2)]
+    again = lockstep_episodes(act, wrapped, [1, 2], 48, info_key="costs")
+    np.testing.assert_array_equal(native[1], again[1])
+    np.testing.assert_array_equal(np.asarray(native[0]["info"]),
+                                  np.asarray(again[0]["info"]))
+    # Copies (as the agents make for their rollouts) and pickles keep working.
+    copied = pickle.loads(pickle.dumps(wrapped[0]))
+    assert copied.action_space == wrapped[0].action_space
+    # A scalar cost becomes one entry; a five-value step without a cost is named.
+    single = SafetyGymnasiumWrapper(BridgeWorld())
+    with pytest.raises(ValueError, match=r"no info\['cost'\]"):
+        single.reset(seed=0), single.step(0)
+    with pytest.raises(TypeError, match="reset and step"):
+        SafetyGymnasiumWrapper(object())
+
+
+def test_non_finite_rewards_and_costs_are_named():
+    class Bad(BridgeWorld):
+        def __init__(self, reward=1.0, cost=0.0):
+            super().__init__()
+            self.bad_reward, self.bad_cost = reward, cost
+
+        def step(self, action):
+            obs, _, terminated, truncated, info = super().step(action)
+            return obs, self.bad_reward, terminated, truncated, {"costs": [self.bad_cost]}
+
+    with pytest.raises(ValueError, match="non-finite reward"):
+        run_episodes(lambda o: [0] * len(o), [Bad(reward=np.nan)], [0], 5)
+    with pytest.raises(ValueError, match=r"info\['costs'\] is not finite"):
+        lockstep_episodes(lambda o: [0] * len(o), [Bad(cost=np.inf)], [0], 5,
+                          info_key="costs")

@@ -33,6 +33,7 @@ from sklearn_ext.rl._plotting import plot_guarantee
 from sklearn_ext.rl._qlearning import TabularQLearning
 from sklearn_ext.rl._rollouts import collect_returns
 from sklearn_ext.rl._task_families import BridgeTaskFamily
+from sklearn_ext.rl._wrappers import SafetyGymnasiumWrapper
 
 # The environments subclass gymnasium.Env: they load on first access, so that
 # the family imports without the optional extra.
@@ -52,6 +53,7 @@ __all__ = [
     "MaxMinSolution",
     "MOQuantileAgent",
     "MultiTaskGuarantee",
+    "SafetyGymnasiumWrapper",
     "TabularCMDP",
     "TabularLagrangian",
     "TabularMDP",
