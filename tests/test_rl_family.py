@@ -525,3 +525,40 @@ def test_non_finite_rewards_and_costs_are_named():
     with pytest.raises(ValueError, match=r"info\['costs'\] is not finite"):
         lockstep_episodes(lambda o: [0] * len(o), [Bad(cost=np.inf)], [0], 5,
                           info_key="costs")
+
+
+def test_gymnasium_vector_environments_run_the_same_episodes():
+    gym = pytest.importorskip("gymnasium")
+    from sklearn_ext.rl import DistributionGridEnv
+
+    def act(observations):
+        # A policy that depends on the observation, so that a wrong row
+        # order would change the episodes.
+        o = np.asarray(observations, dtype=float)
+        return np.column_stack([np.tanh(o[:, :4].sum(axis=1, keepdims=True))] * 4)
+
+    seeds = [3, 4, 5]
+    listed = lockstep_episodes(
+        act, [DistributionGridEnv() for _ in seeds], seeds, 30, gamma=0.9,
+        info_key="costs",
+    )
+    vector = gym.vector.SyncVectorEnv([DistributionGridEnv for _ in seeds])
+    again = lockstep_episodes(act, vector, seeds, 30, gamma=0.9, info_key="costs")
+    np.testing.assert_array_equal(listed[1], again[1])
+    for key in ("rewards", "episodes", "info"):
+        np.testing.assert_array_equal(np.asarray(listed[0][key]),
+                                      np.asarray(again[0][key]))
+    # Episodes of different lengths: the finished ones stop being recorded.
+    bridges = gym.vector.SyncVectorEnv([lambda: BridgeWorld(width=3)] * 2)
+    out = lockstep_episodes(lambda o: [0] * len(o), bridges, [0, 1], 50)
+    single = [lockstep_episodes(lambda o: [0] * len(o), [BridgeWorld(width=3)], [s], 50)
+              for s in (0, 1)]
+    np.testing.assert_array_equal(out[1], [r[1][0] for r in single])
+    assert len(out[0]["rewards"]) == sum(len(r[0]["rewards"]) for r in single)
+    same_step = gym.vector.SyncVectorEnv(
+        [BridgeWorld] * 2, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
+    with pytest.raises(ValueError, match="autoreset_mode"):
+        run_episodes(lambda o: [0] * len(o), same_step, [0, 1], 5)
+    with pytest.raises(ValueError, match="2 sub-environments"):
+        run_episodes(lambda o: [0] * len(o), bridges, [0], 5)

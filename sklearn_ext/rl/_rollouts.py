@@ -25,6 +25,7 @@ __all__ = [
     "check_transitions",
     "collect_returns",
     "episode_returns",
+    "is_vector_env",
     "lockstep_episodes",
     "run_episodes",
 ]
@@ -141,6 +142,23 @@ def actions_of(policy, observations):
     )
 
 
+def is_vector_env(envs):
+    """Whether ``envs`` is a ``gymnasium.vector`` environment (sync or async)."""
+    return hasattr(envs, "num_envs") and hasattr(envs, "single_action_space")
+
+
+def _vector_info(info, i, n):
+    """The info of sub-environment ``i`` of a vector environment's step."""
+    out = {}
+    for key, value in info.items():
+        if key.startswith("_"):
+            continue
+        mask = info.get(f"_{key}", np.ones(n, dtype=bool))
+        if mask[i]:
+            out[key] = value[i]
+    return out
+
+
 def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None):
     """Run one episode on each environment, all advancing together.
 
@@ -150,15 +168,21 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
     one batch; a sequential caller passes one environment. An episode ends
     when its environment says terminated or truncated, or after
     ``max_episode_steps`` steps. Rewards may be vectors, of the same width at
-    every step.
+    every step; a non-finite reward is refused.
 
     Parameters
     ----------
     act : callable
         ``act(observations) -> actions``, one action per row.
-    envs : list of gymnasium.Env
+    envs : list of gymnasium.Env, or gymnasium.vector.VectorEnv
         One independent environment per episode (the same object twice would
-        be stepped twice per time step).
+        be stepped twice per time step), or a vector environment of
+        gymnasium (``SyncVectorEnv``, or ``AsyncVectorEnv`` to step the
+        environments in parallel processes), one episode per
+        sub-environment. A vector environment must not reset a finished
+        sub-environment within the step that finished it (gymnasium's
+        default ``autoreset_mode`` "NextStep", or "Disabled"); the steps
+        after a sub-environment's episode ended are not recorded.
     seeds : list of int or None
         Seed of each environment's reset (None continues its random stream).
     max_episode_steps : int
@@ -176,21 +200,54 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
     returns : ndarray of shape (n_episodes,) or (n_episodes, n_rewards)
         Discounted sum of each episode's rewards.
     """
-    for env in envs:
-        check_env(env, "run_episodes")
-    obs = [np.asarray(env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]
-    running = list(range(len(envs)))
-    returns = [0.0] * len(envs)
-    discount = [1.0] * len(envs)
+    vector = is_vector_env(envs)
+    if vector:
+        check_env(envs, "run_episodes")
+        mode = str(getattr(envs, "metadata", {}).get("autoreset_mode", "NextStep"))
+        if "SameStep" in mode or "SAME_STEP" in mode:
+            raise ValueError(
+                "run_episodes needs a vector environment that does not reset a "
+                "sub-environment in the step that ends its episode; this one "
+                f"has autoreset_mode={mode}: use NextStep (gymnasium's default) "
+                "or Disabled."
+            )
+        n = int(envs.num_envs)
+        if len(seeds) != n:
+            raise ValueError(
+                f"{len(seeds)} seeds for a vector environment of {n} "
+                "sub-environments."
+            )
+        batch = envs.reset(seed=list(seeds))[0]
+        obs = [np.asarray(batch[i]) for i in range(n)]
+    else:
+        for env in envs:
+            check_env(env, "run_episodes")
+        n = len(envs)
+        obs = [np.asarray(env.reset(seed=s)[0]) for env, s in zip(envs, seeds)]
+    running = list(range(n))
+    returns = [0.0] * n
+    discount = [1.0] * n
     shape = None
     for _ in range(max_episode_steps):
         if not running:
             break
         actions = np.asarray(act(np.array([obs[i] for i in running])))
+        if vector:
+            # Finished sub-environments step too (their output is ignored):
+            # they take the first running episode's action.
+            full = np.stack([actions[0]] * n)
+            full[running] = actions
+            out = envs.step(full)
+            steps = {
+                i: (out[0][i], out[1][i], out[2][i], out[3][i], _vector_info(out[4], i, n))
+                for i in running
+            }
+        else:
+            steps = {i: envs[i].step(_one_action(a)) for i, a in zip(running, actions)}
         still = []
         for i, a in zip(running, actions):
-            a = a.item() if np.ndim(a) == 0 else np.asarray(a)
-            nxt, reward, terminated, truncated, info = envs[i].step(a)
+            a = _one_action(a)
+            nxt, reward, terminated, truncated, info = steps[i]
             nxt, reward = np.asarray(nxt), np.asarray(reward, dtype=np.float64)
             if not np.all(np.isfinite(reward)):
                 raise ValueError(
@@ -214,6 +271,11 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
                 still.append(i)
         running = still
     return np.asarray(returns, dtype=np.float64)
+
+
+def _one_action(a):
+    """An action as an environment takes it: a Python number or an array."""
+    return a.item() if np.ndim(a) == 0 else np.asarray(a)
 
 
 def episode_returns(policy, env, n_episodes, seed, max_episode_steps=1000):
@@ -351,8 +413,9 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=N
     Parameters
     ----------
     act : callable
-    envs : list of gymnasium.Env
-        One independent copy per episode.
+    envs : list of gymnasium.Env, or gymnasium.vector.VectorEnv
+        One independent copy per episode, or a vector environment (as
+        :func:`run_episodes` takes it).
     seeds : list of int or None
         Seed of each copy's reset.
     max_episode_steps : int
