@@ -77,7 +77,9 @@ def test_cmdp_lp_respects_limits_and_beats_feasible_deterministic_policies(seed)
 
 def test_infeasible_cmdp_is_reported():
     P = np.ones((1, 2, 1))
-    cmdp = TabularCMDP(P, [[0.0, 1.0]], [1.0], 0.5, costs=[[[1.0, 1.0]]], cost_limits=[0.5])
+    cmdp = TabularCMDP(
+        P, [[0.0, 1.0]], [1.0], 0.5, costs=[[[1.0, 1.0]]], cost_limits=[0.5]
+    )
     with pytest.raises(ValueError, match="infeasible"):
         cmdp.solve_lp()
 
@@ -490,15 +492,20 @@ def test_safety_gymnasium_steps_become_the_family_form():
         return np.tile([0.3, -0.2, 0.1, 0.5], (len(observations), 1))
 
     native = lockstep_episodes(
-        act, [DistributionGridEnv(), DistributionGridEnv()], [1, 2], 48,
+        act,
+        [DistributionGridEnv(), DistributionGridEnv()],
+        [1, 2],
+        48,
         info_key="costs",
     )
-    wrapped = [SafetyGymnasiumWrapper(_SafetyStyle(DistributionGridEnv()))
-               for _ in range(2)]
+    wrapped = [
+        SafetyGymnasiumWrapper(_SafetyStyle(DistributionGridEnv())) for _ in range(2)
+    ]
     again = lockstep_episodes(act, wrapped, [1, 2], 48, info_key="costs")
     np.testing.assert_array_equal(native[1], again[1])
-    np.testing.assert_array_equal(np.asarray(native[0]["info"]),
-                                  np.asarray(again[0]["info"]))
+    np.testing.assert_array_equal(
+        np.asarray(native[0]["info"]), np.asarray(again[0]["info"])
+    )
     # Copies (as the agents make for their rollouts) and pickles keep working.
     copied = pickle.loads(pickle.dumps(wrapped[0]))
     assert copied.action_space == wrapped[0].action_space
@@ -518,13 +525,20 @@ def test_non_finite_rewards_and_costs_are_named():
 
         def step(self, action):
             obs, _, terminated, truncated, info = super().step(action)
-            return obs, self.bad_reward, terminated, truncated, {"costs": [self.bad_cost]}
+            return (
+                obs,
+                self.bad_reward,
+                terminated,
+                truncated,
+                {"costs": [self.bad_cost]},
+            )
 
     with pytest.raises(ValueError, match="non-finite reward"):
         run_episodes(lambda o: [0] * len(o), [Bad(reward=np.nan)], [0], 5)
     with pytest.raises(ValueError, match=r"info\['costs'\] is not finite"):
-        lockstep_episodes(lambda o: [0] * len(o), [Bad(cost=np.inf)], [0], 5,
-                          info_key="costs")
+        lockstep_episodes(
+            lambda o: [0] * len(o), [Bad(cost=np.inf)], [0], 5, info_key="costs"
+        )
 
 
 def test_gymnasium_vector_environments_run_the_same_episodes():
@@ -539,20 +553,27 @@ def test_gymnasium_vector_environments_run_the_same_episodes():
 
     seeds = [3, 4, 5]
     listed = lockstep_episodes(
-        act, [DistributionGridEnv() for _ in seeds], seeds, 30, gamma=0.9,
+        act,
+        [DistributionGridEnv() for _ in seeds],
+        seeds,
+        30,
+        gamma=0.9,
         info_key="costs",
     )
     vector = gym.vector.SyncVectorEnv([DistributionGridEnv for _ in seeds])
     again = lockstep_episodes(act, vector, seeds, 30, gamma=0.9, info_key="costs")
     np.testing.assert_array_equal(listed[1], again[1])
     for key in ("rewards", "episodes", "info"):
-        np.testing.assert_array_equal(np.asarray(listed[0][key]),
-                                      np.asarray(again[0][key]))
+        np.testing.assert_array_equal(
+            np.asarray(listed[0][key]), np.asarray(again[0][key])
+        )
     # Episodes of different lengths: the finished ones stop being recorded.
     bridges = gym.vector.SyncVectorEnv([lambda: BridgeWorld(width=3)] * 2)
     out = lockstep_episodes(lambda o: [0] * len(o), bridges, [0, 1], 50)
-    single = [lockstep_episodes(lambda o: [0] * len(o), [BridgeWorld(width=3)], [s], 50)
-              for s in (0, 1)]
+    single = [
+        lockstep_episodes(lambda o: [0] * len(o), [BridgeWorld(width=3)], [s], 50)
+        for s in (0, 1)
+    ]
     np.testing.assert_array_equal(out[1], [r[1][0] for r in single])
     assert len(out[0]["rewards"]) == sum(len(r[0]["rewards"]) for r in single)
     same_step = gym.vector.SyncVectorEnv(

@@ -313,8 +313,9 @@ def test_plot_draws_the_curve_that_probability_reads(bridge_returns):
     # A "pre" step: the value on (x[i-1], x[i]] is y[i]; read it back at the
     # midpoints and the right ends of every step.
     mids = (x[:-1] + x[1:]) / 2
-    np.testing.assert_array_equal(cert.probability(mids[x[1:] > x[:-1]]),
-                                  y[1:][x[1:] > x[:-1]])
+    np.testing.assert_array_equal(
+        cert.probability(mids[x[1:] > x[:-1]]), y[1:][x[1:] > x[:-1]]
+    )
     np.testing.assert_array_equal(cert.probability(x[1:-1]), y[1:-1])
     assert ax.get_legend().get_texts()[0].get_text() == "certified"
     plt.close(ax.figure)

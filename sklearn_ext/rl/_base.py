@@ -29,6 +29,7 @@ __all__ = [
     "encode_observations",
     "encoding_of_data",
     "encoding_of_space",
+    "env_list",
     "feature_dim",
     "is_env",
     "require_gymnasium",
@@ -72,6 +73,27 @@ def require_gymnasium(what):
 def is_env(obj):
     """Whether ``obj`` is used as a gymnasium environment (has reset and step)."""
     return hasattr(obj, "reset") and hasattr(obj, "step")
+
+
+def env_list(X, owner, method="fit"):
+    """The environments of ``X`` as a list, or None if ``X`` holds none.
+
+    The family's agents take an environment, a list (or tuple) of them (one
+    per task, so that ``GridSearchCV`` can split them), or a
+    ``gymnasium.vector`` environment (a list of one). A list mixing
+    environments and other objects is a TypeError.
+    """
+    if is_env(X):
+        return [X]
+    if isinstance(X, (list, tuple)) and len(X) and any(is_env(e) for e in X):
+        if not all(is_env(e) for e in X):
+            raise TypeError(
+                f"a list given to {owner}.{method} must hold only environments; "
+                f"got {sorted({type(e).__name__ for e in X if not is_env(e)})} "
+                "among them."
+            )
+        return list(X)
+    return None
 
 
 @dataclass(frozen=True)

@@ -126,8 +126,9 @@ class MultiTaskGuarantee(BaseEstimator):
         Failure probability :math:`\beta` of each per-task bound that may
         fail. At most 1/2: Massart's constant in the one-sided DKW bound
         (``task_bound="dkw"``) holds only there, and a per-task bound that
-        fails more often than not certifies nothing. ``"auto"`` is ``1e-3``, and ``delta / (2 n)`` with
-        ``composition="bonferroni"`` (where every bound must hold). A larger
+        fails more often than not certifies nothing. ``"auto"`` is
+        ``1e-3``, and ``delta / (2 n)`` with ``composition="bonferroni"``
+        (where every bound must hold). A larger
         :math:`\beta` tightens every such bound but allows more failures
         :math:`v`, whose ranks are lost at the top of the curve (with
         ``"binomial"`` alone, 200 tasks and the default, nothing above

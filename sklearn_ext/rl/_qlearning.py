@@ -8,9 +8,9 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_random_state
 
-from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, check_env, is_env, rl_tags
+from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, check_env, env_list, rl_tags
 from sklearn_ext.rl._rollouts import (
     TRANSITION_KEYS,
     check_transitions,
@@ -169,10 +169,8 @@ class TabularQLearning(BaseEstimator):
         self : TabularQLearning
             The fitted agent.
         """
-        if is_env(X) or (
-            isinstance(X, (list, tuple)) and len(X) and all(is_env(e) for e in X)
-        ):
-            envs = [X] if is_env(X) else list(X)
+        envs = env_list(X, "TabularQLearning")
+        if envs is not None:
             self._fit_online(envs)
         else:
             self._fit_offline(self._check_transitions(X))
@@ -241,8 +239,6 @@ class TabularQLearning(BaseEstimator):
         self.n_iter_ = len(returns)
 
     def _check_transitions(self, X):
-        if isinstance(X, (list, tuple)) and len(X) and any(is_env(e) for e in X):
-            raise TypeError("a list given to fit must hold only environments.")
         if not isinstance(X, dict):
             raise TypeError(
                 "TabularQLearning.fit takes a gymnasium environment, a list of "
@@ -358,8 +354,8 @@ class TabularQLearning(BaseEstimator):
             The mean return.
         """
         check_is_fitted(self)
-        envs = [X] if is_env(X) else list(X) if isinstance(X, (list, tuple)) else []
-        if not envs or not all(is_env(e) for e in envs):
+        envs = env_list(X, "TabularQLearning", "score")
+        if envs is None:
             raise TypeError(
                 "score needs a gymnasium environment or a list of them (a mean "
                 "return); a transition table cannot score a policy."

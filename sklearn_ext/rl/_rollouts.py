@@ -118,8 +118,7 @@ def check_transitions(data, owner, *, discrete=False, costs=False):
             v = out[key]
             if v.ndim != 1 or np.any(v < 0) or np.any(v != np.round(v)):
                 raise ValueError(
-                    f"{owner} needs {key} as non-negative integers, one per "
-                    "transition."
+                    f"{owner} needs {key} as non-negative integers, one per transition."
                 )
             out[key] = v.astype(np.int64)
     return out
@@ -214,8 +213,7 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
         n = int(envs.num_envs)
         if len(seeds) != n:
             raise ValueError(
-                f"{len(seeds)} seeds for a vector environment of {n} "
-                "sub-environments."
+                f"{len(seeds)} seeds for a vector environment of {n} sub-environments."
             )
         batch = envs.reset(seed=list(seeds))[0]
         obs = [np.asarray(batch[i]) for i in range(n)]
@@ -239,7 +237,13 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
             full[running] = actions
             out = envs.step(full)
             steps = {
-                i: (out[0][i], out[1][i], out[2][i], out[3][i], _vector_info(out[4], i, n))
+                i: (
+                    out[0][i],
+                    out[1][i],
+                    out[2][i],
+                    out[3][i],
+                    _vector_info(out[4], i, n),
+                )
                 for i in running
             }
         else:
