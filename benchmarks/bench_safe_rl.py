@@ -21,16 +21,29 @@ Parts
       and the critic's error over the first 500 iterations;
    c. the same with plain dual gradient ascent.
 2. The power-distribution grid (``DistributionGridEnv``, episode-cost limits
-   2 for voltage and 4 for line rating), PPO-Lagrangian with each critic
-   structure (``LagrangianActorCritic`` at its defaults, 200 updates of 8
-   days): the return and costs of the learned (stochastic) policy and of
-   its mean action on 20 fresh days, the
-   share of seeds whose policy keeps both costs within their limits, the
-   worst cost relative to its limit (mean and 95% t interval over seeds,
-   and mixed minus dedicated paired); the best feasible constant action of
-   a 9 x 9 grid of solar and wind shares is the reference.
+   2 for voltage and 4 for line rating), PPO-Lagrangian
+   (``LagrangianActorCritic`` at its defaults, 200 updates of 8 days) in four
+   configurations: dedicated and mixed critics with the agent's defaults
+   (actor and critic gradients clipped separately, value targets
+   standardised per head; the mixed critic so configured is the control
+   that leaves target drift as the only difference), and both under the
+   configuration before issue 59 (one clip over actor and critic, raw value
+   targets). Reported: the return and costs of the learned (stochastic)
+   policy and of its mean action on 20 fresh days, the share of seeds whose
+   policy keeps both costs within their limits, the worst cost relative to
+   its limit (mean and 95% t interval over seeds), paired differences
+   (mixed - dedicated with the fixes, the same before them, and the old
+   mixed critic - the fixed one); the best feasible constant action of a
+   9 x 9 grid of solar and wind shares is the reference.
 
-``--quick`` runs 3 seeds; ``--parts 1`` or ``2`` runs one part.
+   2s. The gradient-scale measurement of issue 59: with multipliers started
+   at 100, the factor by which the clip scales the actor's gradient in the
+   3rd update (mean over its minibatch steps), per configuration, and the
+   ratio dedicated / mixed (geometric mean of the per-seed ratios).
+
+``--quick`` runs 3 seeds; ``--parts 1`` or ``2`` runs one part; ``--n-jobs``
+runs the fits of part 2 in parallel processes (the results do not depend
+on it).
 """
 
 import argparse
@@ -40,6 +53,7 @@ import warnings
 
 import numpy as np
 from _common import paired_interval, write_results
+from joblib import Parallel, delayed
 from scipy import stats
 from sklearn.exceptions import ConvergenceWarning
 
@@ -110,7 +124,10 @@ def agent_part(rows, problems, label, configs):
                 agent = _fit(cmdp, critic=critic, **params)
                 solved.append(solves(agent, cmdp, lp))
                 excess.append(
-                    np.max((agent.constraint_values_[-1] - cmdp.cost_limits) / cmdp.cost_limits)
+                    np.max(
+                        (agent.constraint_values_[-1] - cmdp.cost_limits)
+                        / cmdp.cost_limits
+                    )
                 )
                 bias.append(agent.critic_bias_[:500].mean())
             rows.append(
@@ -127,7 +144,33 @@ def agent_part(rows, problems, label, configs):
 
 
 N_UPDATES = 200
+DAY = 48  # steps of one grid episode
 EVAL_EPISODES = 20
+# Before issue 59: one gradient clip over actor and critic, raw value targets.
+OLD = {"grad_clip": "joint", "normalize_targets": False}
+# The critic structures on the grid: the agent's defaults (actor and critic
+# clipped separately, value targets standardised per head), the mixed critic
+# with the same fixes (the control that leaves target drift as the only
+# difference), and both under the configuration before the fixes.
+GRID_CONFIGS = (
+    ("dedicated", {"critic": "dedicated"}),
+    ("mixed", {"critic": "mixed"}),
+    ("dedicated, joint clip, raw targets", {"critic": "dedicated", **OLD}),
+    ("mixed, joint clip, raw targets", {"critic": "mixed", **OLD}),
+)
+PAIRS = (
+    ("mixed - dedicated", "mixed", "dedicated"),
+    (
+        "mixed - dedicated, joint clip, raw targets",
+        "mixed, joint clip, raw targets",
+        "dedicated, joint clip, raw targets",
+    ),
+    (
+        "mixed, joint clip, raw targets - mixed",
+        "mixed, joint clip, raw targets",
+        "mixed",
+    ),
+)
 
 
 def evaluate(policy, episodes=EVAL_EPISODES):
@@ -165,35 +208,105 @@ def _ci(values):
     return f"{v.mean():.3f} [{v.mean() - half:.3f}, {v.mean() + half:.3f}]"
 
 
-def grid_part(rows, seeds, n_updates):
+def _grid_run(label, params, seed, n_updates):
     limits = np.asarray(GRID_LIMITS)
-    per = {"dedicated": [], "mixed": []}
-    for seed in seeds:
-        for critic in per:
-            start = time.perf_counter()
-            agent = LagrangianActorCritic(
-                critic=critic,
-                cost_limits=limits,
-                n_updates=n_updates,
-                random_state=seed,
-            ).fit(DistributionGridEnv())
-            rng = np.random.RandomState(seed)
-            ret, cost = evaluate(lambda obs, a=agent, g=rng: a.sample(obs, g)[0])
-            d_ret, d_cost = evaluate(lambda obs, a=agent: a.predict(obs)[0])
-            per[critic].append(
-                {
-                    "return": ret,
-                    "ratio": float(np.max(cost / limits)),
-                    "costs": cost,
-                    "satisfied": bool(np.all(cost <= limits)),
-                    "det_return": d_ret,
-                    "det_ratio": float(np.max(d_cost / limits)),
-                    "det_satisfied": bool(np.all(d_cost <= limits)),
-                    "lambda": agent.multipliers_[-1],
-                    "seconds": time.perf_counter() - start,
-                }
-            )
-            print(critic, seed, per[critic][-1], flush=True)
+    start = time.perf_counter()
+    agent = LagrangianActorCritic(
+        cost_limits=limits,
+        total_timesteps=n_updates * 8 * DAY,
+        random_state=seed,
+        **params,
+    ).fit(DistributionGridEnv())
+    rng = np.random.RandomState(seed)
+    ret, cost = evaluate(lambda obs, a=agent, g=rng: a.sample(obs, g)[0])
+    d_ret, d_cost = evaluate(lambda obs, a=agent: a.predict(obs)[0])
+    out = {
+        "return": ret,
+        "ratio": float(np.max(cost / limits)),
+        "costs": cost,
+        "satisfied": bool(np.all(cost <= limits)),
+        "det_return": d_ret,
+        "det_ratio": float(np.max(d_cost / limits)),
+        "det_satisfied": bool(np.all(d_cost <= limits)),
+        "lambda": agent.multipliers_[-1],
+        "seconds": time.perf_counter() - start,
+    }
+    print(label, seed, out, flush=True)
+    return out
+
+
+def _clip_scale(params, seed):
+    """The factor the clip applied to the actor's gradient in the 3rd update
+    of a run whose multipliers start at 100 (issue 59's measurement)."""
+    agent = LagrangianActorCritic(
+        cost_limits=GRID_LIMITS,
+        lambda_init=100.0,
+        total_timesteps=3 * 8 * DAY,
+        random_state=seed,
+        **params,
+    ).fit(DistributionGridEnv())
+    return float(agent.actor_clip_scale_[-1])
+
+
+def _g(values):
+    """Mean and 95% t interval, in two significant figures."""
+    v = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return f"{v.mean():.2g} [{v.mean() - half:.2g}, {v.mean() + half:.2g}]"
+
+
+def clip_part(rows, seeds, n_jobs):
+    scales = dict(
+        zip(
+            [label for label, _ in GRID_CONFIGS],
+            np.array(
+                Parallel(n_jobs=n_jobs)(
+                    delayed(_clip_scale)(params, seed)
+                    for _, params in GRID_CONFIGS
+                    for seed in seeds
+                )
+            ).reshape(len(GRID_CONFIGS), len(seeds)),
+        )
+    )
+    setting = "grid, multipliers from 100, 3rd update"
+    for label, values in scales.items():
+        rows.append(
+            {
+                "part": "2s",
+                "setting": setting,
+                "critic": label,
+                "value": f"actor gradient scale {_g(values)}",
+            }
+        )
+    for name, a, b in (
+        ("dedicated / mixed, joint clip, raw targets",) + PAIRS[1][2:0:-1],
+        ("dedicated / mixed",) + PAIRS[0][2:0:-1],
+    ):
+        d, lo, hi = paired_interval(np.log(scales[a]), np.log(scales[b]))
+        rows.append(
+            {
+                "part": "2s",
+                "setting": setting,
+                "critic": name,
+                "value": f"actor gradient scale ratio: {np.exp(d):.3g} "
+                f"[{np.exp(lo):.3g}, {np.exp(hi):.3g}] (geometric mean over "
+                "seeds)",
+            }
+        )
+    print(*rows[-6:], sep="\n", flush=True)
+
+
+def grid_part(rows, seeds, n_updates, n_jobs):
+    runs = Parallel(n_jobs=n_jobs)(
+        delayed(_grid_run)(label, params, seed, n_updates)
+        for seed in seeds
+        for label, params in GRID_CONFIGS
+    )
+    per = {label: [] for label, _ in GRID_CONFIGS}
+    for (label, _), run in zip(
+        [(label, seed) for seed in seeds for label, _ in GRID_CONFIGS], runs
+    ):
+        per[label].append(run)
     for critic, runs in per.items():
         for mode, pre in (("learned policy", ""), ("its mean action", "det_")):
             detail = ""
@@ -217,17 +330,22 @@ def grid_part(rows, seeds, n_updates):
                     + detail,
                 }
             )
-    d, lo, hi = paired_interval(
-        [r["ratio"] for r in per["mixed"]], [r["ratio"] for r in per["dedicated"]]
-    )
-    rows.append(
-        {
-            "part": 2,
-            "setting": "grid, learned policy",
-            "critic": "mixed - dedicated",
-            "value": f"worst cost / limit: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]",
-        }
-    )
+    for name, a, b in PAIRS:
+        d, lo, hi = paired_interval(
+            [r["ratio"] for r in per[a]], [r["ratio"] for r in per[b]]
+        )
+        dr, lor, hir = paired_interval(
+            [r["return"] for r in per[a]], [r["return"] for r in per[b]]
+        )
+        rows.append(
+            {
+                "part": 2,
+                "setting": "grid, learned policy",
+                "critic": name,
+                "value": f"worst cost / limit: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]; "
+                f"return: {dr:+.3f} [{lor:+.3f}, {hir:+.3f}]",
+            }
+        )
     action = best_constant_policy()
     ret, cost = evaluate(lambda obs: action)
     rows.append(
@@ -368,7 +486,13 @@ def _safe_rl_claims(parts):
             )
         )
     if "2" in parts:
-        for critic in ("dedicated", "mixed"):
+        keys = {
+            "dedicated": "dedicated",
+            "mixed": "mixed",
+            "dedicated, joint clip, raw targets": "dedicated_old",
+            "mixed, joint clip, raw targets": "mixed_old",
+        }
+        for critic, key in keys.items():
             row = {
                 "part": 2,
                 "setting": f"grid, {N_UPDATES} updates, learned policy",
@@ -379,9 +503,10 @@ def _safe_rl_claims(parts):
                 "setting": f"grid, {N_UPDATES} updates, its mean action",
                 "critic": critic,
             }
+            scale = {"part": "2s", "critic": critic}
             claims += [
                 Claim(
-                    f"grid_{critic}_seeds",
+                    f"grid_{key}_seeds",
                     row,
                     "solved",
                     compute=_seeds(row),
@@ -389,28 +514,28 @@ def _safe_rl_claims(parts):
                     "within their limits",
                 ),
                 Claim(
-                    f"grid_{critic}_return",
+                    f"grid_{key}_return",
                     row,
                     "value",
                     compute=_match(row, "value", r"return " + _FIGURE),
                     metric="return of the learned policy",
                 ),
                 Claim(
-                    f"grid_{critic}_ratio",
+                    f"grid_{key}_ratio",
                     row,
                     "value",
                     compute=_match(row, "value", r"worst cost / limit " + _FIGURE),
                     metric="worst cost / limit of the learned policy",
                 ),
                 Claim(
-                    f"grid_{critic}_voltage_multiplier",
+                    f"grid_{key}_voltage_multiplier",
                     row,
                     "value",
                     compute=_match(row, "value", r"final multipliers \[([\d.]+),"),
                     metric="final voltage multiplier (mean over seeds)",
                 ),
                 Claim(
-                    f"grid_{critic}_line_multiplier",
+                    f"grid_{key}_line_multiplier",
                     row,
                     "value",
                     compute=_match(
@@ -419,30 +544,63 @@ def _safe_rl_claims(parts):
                     metric="final line-rating multiplier (mean over seeds)",
                 ),
                 Claim(
-                    f"grid_{critic}_mean_action_seeds",
+                    f"grid_{key}_mean_action_seeds",
                     mean,
                     "solved",
                     compute=_seeds(mean),
                     metric="seeds whose mean action keeps both costs within limits",
                 ),
                 Claim(
-                    f"grid_{critic}_mean_action_ratio",
+                    f"grid_{key}_mean_action_ratio",
                     mean,
                     "value",
                     compute=_match(mean, "value", r"worst cost / limit " + _FIGURE),
                     metric="worst cost / limit of the mean action",
                 ),
+                Claim(
+                    f"grid_{key}_actor_scale",
+                    scale,
+                    "value",
+                    compute=_match(scale, "value", r"scale (\S+ \[[^\]]*\])"),
+                    metric="factor the gradient clip applies to the actor's "
+                    "gradient, 3rd update, multipliers from 100",
+                ),
             ]
-        diff = {"part": 2, "critic": "mixed - dedicated"}
+        for name, (label, _, _) in zip(("", "_old", "_artefact"), PAIRS):
+            diff = {"part": 2, "critic": label}
+            claims += [
+                Claim(
+                    f"grid_ratio_diff{name}",
+                    diff,
+                    "value",
+                    compute=_match(diff, "value", r"limit: " + _FIGURE),
+                    metric=f"worst cost / limit, {label} (paired over seeds)",
+                ),
+                Claim(
+                    f"grid_return_diff{name}",
+                    diff,
+                    "value",
+                    compute=_match(diff, "value", r"return: " + _FIGURE),
+                    metric=f"return, {label} (paired over seeds)",
+                ),
+            ]
+        for name, label in (
+            ("old", "dedicated / mixed, joint clip, raw targets"),
+            ("fixed", "dedicated / mixed"),
+        ):
+            ratio = {"part": "2s", "critic": label}
+            claims.append(
+                Claim(
+                    f"grid_actor_scale_ratio_{name}",
+                    ratio,
+                    "value",
+                    compute=_match(ratio, "value", r"ratio: " + _FIGURE),
+                    metric=f"actor gradient scale, {label} (geometric mean of "
+                    "the per-seed ratios)",
+                )
+            )
         best = {"part": 2, "critic": "best feasible constant action (reference)"}
-        claims += [
-            Claim(
-                "grid_ratio_diff",
-                diff,
-                "value",
-                compute=_match(diff, "value", r"limit: " + _FIGURE),
-                metric="worst cost / limit, mixed - dedicated (paired over seeds)",
-            ),
+        claims.append(
             Claim(
                 "grid_best_constant_return",
                 best,
@@ -450,17 +608,21 @@ def _safe_rl_claims(parts):
                 compute=_match(best, "value", r"return (-?[\d.]+),"),
                 metric="return of the best feasible constant action",
             ),
-        ]
+        )
     return claims
 
 
 _BUDGET = {
     "ours": "dedicated critics: TabularLagrangian and LagrangianActorCritic at "
-    "their defaults (PID multipliers; the step sizes swept are stated per row), "
-    "no tuning",
+    "their defaults (PID multipliers; the step sizes swept are stated per row; "
+    "the deep agent's actor and critic clipped separately, value targets "
+    "standardised per head), no tuning",
     "peers": "the mixed critic with the same parameters, iterations, updates and "
-    "seeds; the HiGHS LP optimum (tabular) and the best feasible constant action "
-    "of a 9 x 9 grid (power grid) as references",
+    "seeds (on the grid with the same gradient clip and target normalisation: "
+    "the control), both critics under the configuration before issue 59 (one "
+    "clip over actor and critic, raw targets); the HiGHS LP optimum (tabular) "
+    "and the best feasible constant action of a 9 x 9 grid (power grid) as "
+    "references",
 }
 _DATA = {
     "1": "random constrained MDPs (make_random_cmdp: 10 states, 3 actions, "
@@ -485,6 +647,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", default="12")
+    parser.add_argument("--n-jobs", type=int, default=1)
     args = parser.parse_args()
     seeds = range(3 if args.quick else 10)
     rows = []
@@ -518,14 +681,18 @@ def main():
             ],
         )
     if "2" in args.parts:
-        grid_part(rows, seeds, n_updates=80 if args.quick else N_UPDATES)
+        clip_part(rows, seeds, args.n_jobs)
+        grid_part(
+            rows, seeds, n_updates=80 if args.quick else N_UPDATES, n_jobs=args.n_jobs
+        )
     write_results(
         ("safe_rl" if args.parts == "12" else f"safe_rl_parts{args.parts}")
         + ("_quick" if args.quick else ""),
         rows,
         COLUMNS,
         title="Dedicated vs mixed critics in Lagrangian safe RL",
-        notes=f"{len(seeds)} seeds; {time.perf_counter() - start:.0f} s.",
+        notes=f"{len(seeds)} seeds; {time.perf_counter() - start:.0f} s "
+        f"({args.n_jobs} process{'es' if args.n_jobs > 1 else ''}).",
     )
 
 
