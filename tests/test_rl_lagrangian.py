@@ -124,6 +124,32 @@ def test_tabular_agent_predicts_and_pickles():
         agent.predict(np.array([0.5]))
 
 
+def test_tabular_score_is_the_exact_return_and_ranks_feasibility_first():
+    cmdp = make_random_cmdp(random_state=0)
+    agent = TabularLagrangian(random_state=0).fit(cmdp)
+    lp = cmdp.solve_lp()
+    assert agent.score(cmdp) == pytest.approx(lp.value, rel=1e-3)
+    assert agent.score([cmdp]) == agent.score(cmdp)  # what GridSearchCV passes
+    # Free of its limits the agent's policy breaks them: it scores below the
+    # least return any policy can have.
+    free = TabularCMDP(
+        cmdp.transitions, cmdp.rewards, cmdp.initial, cmdp.gamma,
+        costs=cmdp.costs, cost_limits=np.full(len(cmdp.cost_limits), 1e9),
+    )  # fmt: skip
+    greedy = TabularLagrangian(random_state=0).fit(free)
+    floor = cmdp.rewards.min() / (1 - cmdp.gamma)
+    assert greedy.score(cmdp) < floor < agent.score(cmdp)
+    # The draws follow the mixed policy, reproducibly after the same fit.
+    states = np.repeat(np.arange(10), 400)
+    drawn = agent.predict(states, deterministic=False)
+    again = TabularLagrangian(random_state=0).fit(cmdp).predict(states, False)
+    np.testing.assert_array_equal(drawn, again)
+    freq = np.array(
+        [np.bincount(drawn[states == s], minlength=3) / 400 for s in range(10)]
+    )
+    np.testing.assert_allclose(freq, agent.policy_, atol=0.1)
+
+
 def test_tabular_bad_input_is_named():
     with pytest.raises(TypeError, match="takes a TabularCMDP"):
         TabularLagrangian().fit(np.zeros((3, 3)))

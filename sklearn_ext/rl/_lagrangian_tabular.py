@@ -183,6 +183,9 @@ class TabularLagrangian(BaseEstimator):
         iteration).
     lambda_init : float, default=0.0
         Initial multipliers.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the action draws of ``predict(..., deterministic=False)`` (the
+        iterations themselves are exact and deterministic).
 
     Attributes
     ----------
@@ -235,6 +238,7 @@ class TabularLagrangian(BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "lambda_init": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
     }
 
     _paper = "Dedicated vs mixed critics in multi-constraint Lagrangian RL, ICML 2026"
@@ -255,6 +259,7 @@ class TabularLagrangian(BaseEstimator):
         max_iter=5000,
         tol=1e-5,
         lambda_init=0.0,
+        random_state=None,
     ):
         self.critic = critic
         self.multiplier = multiplier
@@ -267,6 +272,7 @@ class TabularLagrangian(BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.lambda_init = lambda_init
+        self.random_state = random_state
 
     def __sklearn_tags__(self):
         return rl_tags(super().__sklearn_tags__())
@@ -291,11 +297,7 @@ class TabularLagrangian(BaseEstimator):
         self : TabularLagrangian
             Fitted agent.
         """
-        if not isinstance(cmdp, TabularCMDP):
-            raise TypeError(
-                "TabularLagrangian.fit takes a TabularCMDP (transitions, rewards, "
-                f"costs and limits); got {type(cmdp).__name__}."
-            )
+        cmdp = self._check_cmdp(cmdp, "fit")
         if cmdp.gamma >= 1:
             raise ValueError("TabularLagrangian needs a discount gamma < 1.")
         check_reachable_limits(
@@ -356,6 +358,9 @@ class TabularLagrangian(BaseEstimator):
         self.constraint_values_ = np.array(costs)
         self.returns_ = np.array(returns)
         self.critic_bias_ = np.array(biases)
+        self._policy_rng_ = np.random.RandomState(
+            check_random_state(self.random_state).randint(2**31 - 1)
+        )
         if still < 50:
             warn(
                 f"TabularLagrangian did not settle within max_iter={self.max_iter} "
@@ -365,7 +370,59 @@ class TabularLagrangian(BaseEstimator):
             )
         return self
 
-    def predict(self, states):
+    @staticmethod
+    def _check_cmdp(cmdp, method):
+        # A one-item list is what GridSearchCV's indexing makes of [cmdp].
+        if isinstance(cmdp, (list, tuple)) and len(cmdp) == 1:
+            cmdp = cmdp[0]
+        if not isinstance(cmdp, TabularCMDP):
+            raise TypeError(
+                f"TabularLagrangian.{method} takes a TabularCMDP (transitions, "
+                "rewards, costs and cost_limits), or a list holding one; got "
+                f"{type(cmdp).__name__}."
+            )
+        return cmdp
+
+    def score(self, X, y=None):
+        """Exact return of the last policy on a constrained MDP, feasibility first.
+
+        A policy whose expected discounted cost exceeds a limit by more than
+        ``1e-4`` of it (the primal-dual iterations approach the limits from
+        either side) scores below every feasible policy: the
+        least possible return, ``min(rewards) / (1 - gamma)``, minus one
+        plus its largest relative excess. ``GridSearchCV`` thus prefers any
+        feasible candidate, then the higher return.
+
+        Parameters
+        ----------
+        X : TabularCMDP or list of one TabularCMDP
+            The problem to score on (the one fitted on, or one of the same
+            size).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self, "policy_")
+        X = self._check_cmdp(X, "score")
+        if (X.n_states, X.n_actions) != self.policy_.shape:
+            raise ValueError(
+                f"the CMDP has {X.n_states} states and {X.n_actions} actions; "
+                f"the policy was fitted on {self.policy_.shape[0]} and "
+                f"{self.policy_.shape[1]}."
+            )
+        value = float(X.evaluate(self.policy_))
+        costs = np.array([X.evaluate(self.policy_, rewards=c) for c in X.costs])
+        limits = X.cost_limits
+        excess = np.max((costs - limits) / np.maximum(np.abs(limits), 1e-12))
+        if excess <= 1e-4:
+            return value
+        floor = float(X.rewards.min()) / (1.0 - X.gamma)
+        return floor - 1.0 - float(excess)
+
+    def predict(self, states, deterministic=True):
         """Most probable action of the last policy in each state.
 
         Parameters
@@ -373,10 +430,17 @@ class TabularLagrangian(BaseEstimator):
         states : array-like of shape (n_samples,)
             State indices.
 
+        deterministic : bool, default=True
+            True: the action of highest probability. False: a draw from the
+            last policy, from a generator that ``fit`` seeds from
+            ``random_state``. The constrained optimum is in general a
+            mixture: its cost guarantee holds for the draws, not for the
+            most probable action.
+
         Returns
         -------
         actions : ndarray of shape (n_samples,)
-            The action of highest probability in each state.
+            The action of each state.
         """
         check_is_fitted(self, "policy_")
         states = np.asarray(states)
@@ -387,7 +451,12 @@ class TabularLagrangian(BaseEstimator):
                 f"state indices must lie in [0, {len(self.policy_)}); got "
                 f"{states.min()} to {states.max()}."
             )
-        return self.policy_[states].argmax(axis=1)
+        probs = self.policy_[states]
+        if deterministic:
+            return probs.argmax(axis=1)
+        u = self._policy_rng_.random_sample(len(states))[:, None]
+        cdf = np.cumsum(probs, axis=1)
+        return np.minimum((u > cdf).sum(axis=1), probs.shape[1] - 1)
 
 
 def make_random_cmdp(
