@@ -1,5 +1,6 @@
 """ConstrainedMaxMinMORL: the estimator, tabular and with function approximation."""
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 
 from sklearn_ext.rl import (
     ConstrainedMaxMinMORL,
-    TabularMOMDP,
+    TabularMaxMinMORL,
     make_random_momdp,
     solve_maxmin_lp,
     solve_weighted_lp,
@@ -20,82 +21,131 @@ from sklearn_ext.rl import BuildingThermalEnv  # noqa: E402
 # --- tabular -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_tabular_agent_reaches_the_lp_max_min_within_its_entropy_bias(seed):
-    mdp, limits = make_random_momdp(random_state=seed)
-    lp = solve_maxmin_lp(mdp, limits)
-    agent = ConstrainedMaxMinMORL(constraints=limits).fit(mdp)
+def test_tabular_solver_reaches_the_lp_max_min_within_its_entropy_bias():
+    mdp = make_random_momdp(random_state=1)
+    lp = solve_maxmin_lp(mdp)
+    agent = TabularMaxMinMORL().fit(mdp)
     bias = agent.temperature * np.log(mdp.n_actions) / (1 - mdp.gamma)
     assert abs(agent.objective_values_.min() - lp.value) <= bias + 0.01
-    assert np.all(agent.constraint_values_ <= limits + 0.01)
+    assert np.all(agent.constraint_values_ <= mdp.cost_limits + 0.01)
     assert agent.worst_objective_.shape == agent.violation_.shape == (2000,)
     np.testing.assert_allclose(agent.weights_.sum(), 1.0)
-    # The exact values of the learned policy are what the agent reports.
+    # The exact values of the learned policy are what the solver reports,
+    # and score is its worst objective on the data (it is feasible).
+    np.testing.assert_allclose(
+        mdp.evaluate(agent.policy_), agent.objective_values_, atol=1e-8
+    )
+    assert agent.score(mdp) == pytest.approx(agent.objective_values_.min())
+
+
+def test_tabular_fixed_weights_are_the_utilitarian_baseline_and_lose():
+    """Equal fixed weights: the solver solves the constrained utilitarian
+    problem and falls short of the max-min optimum on the worst objective."""
+    mdp = make_random_momdp(random_state=3)
+    lp = solve_maxmin_lp(mdp)
+    util_lp = solve_weighted_lp(mdp, np.full(3, 1 / 3))
+    assert util_lp.value < lp.value - 0.05  # the planted gap is real
+    ours = TabularMaxMinMORL(max_iter=500).fit(mdp)
+    util = TabularMaxMinMORL(weights=[1, 1, 1], max_iter=500).fit(mdp)
+    np.testing.assert_allclose(util.weights_, np.full(3, 1 / 3))
+    assert util.objective_values_.min() < ours.objective_values_.min() - 0.05
+    assert util.score(mdp) < ours.score(mdp) - 0.05
+    assert np.all(util.constraint_values_ <= mdp.cost_limits + 0.01)
+
+
+def test_tabular_without_limits_is_unconstrained_max_min():
+    mdp = make_random_momdp(random_state=2)
+    free = dataclasses.replace(mdp, costs=None, cost_limits=None)
+    lp_free = solve_maxmin_lp(free)
+    agent = TabularMaxMinMORL(max_iter=500).fit(free)
+    bias = agent.temperature * np.log(mdp.n_actions) / (1 - mdp.gamma)
+    assert abs(agent.objective_values_.min() - lp_free.value) <= bias + 0.01
+    assert agent.objective_values_.min() > solve_maxmin_lp(mdp).value
+    # Scored on the constrained MDP, the free policy breaks the limit: it
+    # scores below every feasible policy, even the utilitarian one.
+    util = TabularMaxMinMORL(weights=[1, 1, 1], max_iter=200).fit(mdp)
+    floor = mdp.rewards.min() / (1 - mdp.gamma)
+    assert agent.score(mdp) < floor <= util.score(mdp)
+
+
+def test_tabular_sampled_mode_is_seeded_and_differs_from_the_exact_one():
+    # Its convergence is tested on maxmin_dual_descent; here, the wiring.
+    mdp = make_random_momdp(n_states=6, n_actions=2, random_state=4)
+    params = {"evaluation": "sampled", "max_iter": 100, "random_state": 0}
+    agent = TabularMaxMinMORL(**params).fit(mdp)
+    again = TabularMaxMinMORL(**params).fit(mdp)
+    np.testing.assert_array_equal(agent.policy_, again.policy_)
+    exact = TabularMaxMinMORL(max_iter=100).fit(mdp)
+    assert not np.allclose(agent.weights_path_, exact.weights_path_)
     np.testing.assert_allclose(
         mdp.evaluate(agent.policy_), agent.objective_values_, atol=1e-8
     )
 
 
-def test_tabular_fixed_weights_are_the_utilitarian_baseline_and_lose():
-    """Equal fixed weights: the agent solves the constrained utilitarian
-    problem (its worst objective matches the weighted LP's, up to the entropy
-    bias) and falls short of the max-min optimum on the worst objective."""
-    mdp, limits = make_random_momdp(random_state=3)
-    lp = solve_maxmin_lp(mdp, limits)
-    util_lp = solve_weighted_lp(mdp, np.full(3, 1 / 3), limits)
-    assert util_lp.value < lp.value - 0.05  # the planted gap is real
-    ours = ConstrainedMaxMinMORL(constraints=limits).fit(mdp)
-    util = ConstrainedMaxMinMORL(constraints=limits, weights=[1, 1, 1]).fit(mdp)
-    np.testing.assert_allclose(util.weights_, np.full(3, 1 / 3))
-    assert util.objective_values_.min() < ours.objective_values_.min() - 0.05
-    assert np.all(util.constraint_values_ <= limits + 0.01)
-
-
-def test_tabular_without_constraints_is_unconstrained_max_min():
-    mdp, limits = make_random_momdp(random_state=2)
-    free = TabularMOMDP(mdp.transitions, mdp.rewards, mdp.initial, mdp.gamma)
-    lp_free = solve_maxmin_lp(free)
-    agent = ConstrainedMaxMinMORL().fit(mdp)  # the costs are ignored
-    bias = agent.temperature * np.log(mdp.n_actions) / (1 - mdp.gamma)
-    assert abs(agent.objective_values_.min() - lp_free.value) <= bias + 0.01
-    assert agent.objective_values_.min() > solve_maxmin_lp(mdp, limits).value
-
-
-def test_tabular_agent_predicts_samples_and_pickles():
-    mdp, limits = make_random_momdp(random_state=0)
-    agent = ConstrainedMaxMinMORL(constraints=limits, max_iter=200).fit(mdp)
+def test_tabular_solver_predicts_draws_and_pickles():
+    mdp = make_random_momdp(random_state=0)
+    agent = TabularMaxMinMORL(max_iter=200, random_state=0).fit(mdp)
     states = np.arange(mdp.n_states)
     np.testing.assert_array_equal(agent.predict(states), agent.policy_.argmax(1))
-    draws = agent.sample(np.repeat(states, 2000), random_state=0).reshape(-1, 2000)
+    many = np.repeat(states, 2000)
+    draws = agent.predict(many, deterministic=False).reshape(-1, 2000)
     freq = np.stack([(draws == a).mean(axis=1) for a in range(mdp.n_actions)], 1)
     np.testing.assert_allclose(freq, agent.policy_, atol=0.05)
+    # The draws after a fit are reproducible given random_state.
+    again = TabularMaxMinMORL(max_iter=200, random_state=0).fit(mdp)
+    np.testing.assert_array_equal(
+        again.predict(many, deterministic=False), draws.ravel()
+    )
     back = pickle.loads(pickle.dumps(agent))
     np.testing.assert_array_equal(back.predict(states), agent.predict(states))
     with pytest.raises(ValueError, match="integer state indices"):
         agent.predict(np.array([0.5]))
     with pytest.raises(ValueError, match=r"state indices must lie in \[0, 10\)"):
         agent.predict(np.array([10]))
+    with pytest.raises(ValueError, match="the policy was fitted on 10"):
+        agent.score(make_random_momdp(n_states=5, random_state=0))
 
 
-def test_tabular_infeasible_constraints_are_reported_by_the_lp():
-    mdp, limits = make_random_momdp(random_state=0)
+def test_tabular_grid_search_tunes_the_temperature_by_score():
+    from sklearn.model_selection import GridSearchCV
+
+    mdp = make_random_momdp(random_state=0)
+    # A solver's data is one MDP: GridSearchCV passes it as a one-item list,
+    # fits on it and scores on it exactly; a high temperature loses.
+    search = GridSearchCV(
+        TabularMaxMinMORL(max_iter=200), {"temperature": [0.01, 3.0]}, cv=[([0], [0])]
+    ).fit([mdp])
+    assert search.best_params_ == {"temperature": 0.01}
+    scores = search.cv_results_["mean_test_score"]
+    assert scores[0] > scores[1] + 0.05
+    assert scores[0] == pytest.approx(
+        TabularMaxMinMORL(max_iter=200).fit(mdp).score(mdp)
+    )
+
+
+def test_tabular_infeasible_limits_are_reported_by_the_lp():
+    mdp = dataclasses.replace(make_random_momdp(random_state=0), cost_limits=[0.0])
     with pytest.raises(ValueError, match="infeasible.*least"):
-        ConstrainedMaxMinMORL(constraints=[0.0]).fit(mdp)
+        TabularMaxMinMORL().fit(mdp)
 
 
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"constraints": [1.0, 2.0]}, r"one limit per cost table \(1\); got 2"),
         ({"weights": [1.0, 1.0]}, "weights has 2 entries"),
         ({"weights": [1.0, -1.0, 1.0]}, "non-negative"),
-        ({"constraints": [-1.0]}, r"constraints\[0\] = -1 is negative, but the"),
     ],
 )
 def test_tabular_bad_parameters_are_named(params, match):
-    mdp, _ = make_random_momdp(random_state=0)
+    mdp = make_random_momdp(random_state=0)
     with pytest.raises(ValueError, match=match):
-        ConstrainedMaxMinMORL(**params).fit(mdp)
+        TabularMaxMinMORL(**params).fit(mdp)
+
+
+def test_tabular_negative_limit_is_named():
+    mdp = dataclasses.replace(make_random_momdp(random_state=0), cost_limits=[-1.0])
+    with pytest.raises(ValueError, match=r"cost_limits\[0\] = -1 is negative, but"):
+        TabularMaxMinMORL().fit(mdp)
 
 
 # --- environments ----------------------------------------------------------------
@@ -139,9 +189,9 @@ _CHOICE = {
 def choice_agents():
     env = _Choice()
     return {
-        "maxmin": ConstrainedMaxMinMORL(constraints=[0.25], **_CHOICE).fit(env),
+        "maxmin": ConstrainedMaxMinMORL(cost_limits=[0.25], **_CHOICE).fit(env),
         "utilitarian": ConstrainedMaxMinMORL(
-            constraints=[0.25], weights=[1, 1], **_CHOICE
+            cost_limits=[0.25], weights=[1, 1], **_CHOICE
         ).fit(env),
         "free": ConstrainedMaxMinMORL(**_CHOICE).fit(env),
     }
@@ -174,7 +224,7 @@ def test_env_without_constraints_spends_above_the_limit(choice_agents):
 def test_env_agent_on_the_thermal_model_has_factorised_actions_and_pickles():
     env = BuildingThermalEnv()
     agent = ConstrainedMaxMinMORL(
-        constraints=[290.0], n_updates=3, n_episodes_per_update=2, hidden=8,
+        cost_limits=[290.0], n_updates=3, n_episodes_per_update=2, hidden=8,
         max_episode_steps=env.horizon, random_state=0, device="cpu",
     ).fit(env)  # fmt: skip
     assert agent.n_objectives_ == 3 and agent.n_constraints_ == 1
@@ -208,23 +258,25 @@ class _Ragged(_Choice):
         return obs, np.r_[reward, [0.0] * (_Ragged.calls > 2)], *rest
 
 
-def test_what_is_neither_an_mdp_nor_an_environment_is_refused():
-    with pytest.raises(TypeError, match="TabularMOMDP or a gymnasium"):
+def test_each_agent_refuses_the_other_ones_data():
+    mdp = make_random_momdp(random_state=0)
+    with pytest.raises(TypeError, match="takes a gymnasium environment with a vec"):
+        ConstrainedMaxMinMORL().fit(mdp)
+    with pytest.raises(TypeError, match="takes a gymnasium environment with a vec"):
         ConstrainedMaxMinMORL().fit(np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="'softmin' needs an environment"):
-        mdp, limits = make_random_momdp(random_state=0)
-        ConstrainedMaxMinMORL(constraints=limits, weights_update="softmin").fit(mdp)
+    with pytest.raises(TypeError, match="TabularMaxMinMORL.fit takes a TabularMOMDP"):
+        TabularMaxMinMORL().fit(_Choice())
 
 
 def test_env_bad_rewards_and_limits_are_named():
     with pytest.raises(ValueError, match="needs a vector reward"):
-        ConstrainedMaxMinMORL(constraints=[0.5], n_updates=1).fit(_Scalar())
+        ConstrainedMaxMinMORL(cost_limits=[0.5], n_updates=1).fit(_Scalar())
     with pytest.raises(ValueError, match="changed shape|width"):
-        ConstrainedMaxMinMORL(constraints=[0.5], n_updates=2).fit(_Ragged())
-    with pytest.raises(ValueError, match="constraints has 2 entries"):
-        ConstrainedMaxMinMORL(constraints=[0.5, 1.0], n_updates=1).fit(_Choice())
+        ConstrainedMaxMinMORL(cost_limits=[0.5], n_updates=2).fit(_Ragged())
+    with pytest.raises(ValueError, match="cost_limits has 2 entries"):
+        ConstrainedMaxMinMORL(cost_limits=[0.5, 1.0], n_updates=1).fit(_Choice())
     with pytest.raises(ValueError, match="weights has 3 entries"):
         ConstrainedMaxMinMORL(weights=[1, 1, 1], n_updates=1).fit(_Choice())
-    with pytest.raises(ValueError, match=r"constraints\[0\] = -0.5 is negative.*"
+    with pytest.raises(ValueError, match=r"cost_limits\[0\] = -0.5 is negative.*"
                        "mean episode cost is at least 0"):  # fmt: skip
-        ConstrainedMaxMinMORL(constraints=[-0.5], n_updates=1).fit(_Choice())
+        ConstrainedMaxMinMORL(cost_limits=[-0.5], n_updates=1).fit(_Choice())
