@@ -186,29 +186,95 @@ def test_grid_rejects_bad_actions():
         env.step(np.ones(3))
 
 
+# The configuration before issue 59: one gradient clip over actor and critic,
+# raw value targets.
+OLD = {"grad_clip": "joint", "normalize_targets": False}
+GRID_UPDATE = 8 * 48  # environment steps of one update: 8 days of 48 steps
+
+
 @pytest.fixture(scope="module")
-def trained_agents():
-    out = {}
-    for critic in ("dedicated", "mixed"):
+def grid_agents():
+    """25 updates on the grid: the mixed critic before the fixes, the mixed
+    critic with only its actor clipped apart (raw targets, which drift with
+    the multipliers), and the dedicated critics with both fixes."""
+    configs = {
+        "mixed, joint clip": {"critic": "mixed", **OLD},
+        "mixed, separate clip": {"critic": "mixed", "normalize_targets": False},
+        "dedicated": {"critic": "dedicated"},
+    }
+    return {
+        name: LagrangianActorCritic(
+            cost_limits=GRID_LIMITS,
+            total_timesteps=25 * GRID_UPDATE,
+            random_state=0,
+            **params,
+        ).fit(DistributionGridEnv())
+        for name, params in configs.items()
+    }
+
+
+def test_a_joint_clip_starves_the_actor_of_a_mixed_critic():
+    """At large multipliers the mixed critic's raw targets r - lambda . c make
+    its gradient so large that one clip over both networks shrinks the
+    actor's step by about 1e-4, a hundred times more than with dedicated
+    critics (issue 59's measurement); clipped apart, the actor keeps its
+    step."""
+
+    def scale(critic, **params):
         agent = LagrangianActorCritic(
-            critic=critic, cost_limits=GRID_LIMITS, n_updates=40, random_state=0
-        )
-        out[critic] = agent.fit(DistributionGridEnv())
-    return out
+            critic=critic, cost_limits=GRID_LIMITS, lambda_init=100.0,
+            total_timesteps=3 * 2 * 48, n_episodes_per_update=2,
+            random_state=0, **params,
+        ).fit(DistributionGridEnv())  # fmt: skip
+        return agent.actor_clip_scale_[-1]
+
+    mixed, dedicated = scale("mixed", **OLD), scale("dedicated", **OLD)
+    assert mixed < 1e-3 and dedicated > 20 * mixed
+    assert scale("mixed", normalize_targets=False) > 0.5
 
 
-def test_dedicated_critics_bring_the_grid_costs_within_limits(trained_agents):
+def test_the_mixed_failure_is_the_shared_clip_not_target_drift(grid_agents):
+    """The attribution. Under the old configuration the mixed critic's costs
+    stay several times over the limits. Clipping its actor apart, with its
+    raw targets still drifting with the multipliers (their spread grows
+    several-fold), brings its costs down as far as the dedicated critics
+    bring theirs: the failure was the clip, not target drift."""
     limits = np.asarray(GRID_LIMITS)
-    dedicated = trained_agents["dedicated"].constraint_values_[-10:].mean(axis=0)
-    mixed = trained_agents["mixed"].constraint_values_[-10:].mean(axis=0)
-    assert np.all(dedicated <= limits)
-    assert np.all(mixed > limits)  # the mixed critic cannot follow its target
-    lam = trained_agents["mixed"].multipliers_
-    assert np.all(lam[-1] > lam[10])  # its multipliers keep climbing
+    old = grid_agents["mixed, joint clip"]
+    apart = grid_agents["mixed, separate clip"]
+    dedicated = grid_agents["dedicated"]
+
+    def last(agent):
+        return agent.constraint_values_[-10:].mean(axis=0)
+
+    assert np.all(last(old) > 3 * limits)
+    assert old.actor_clip_scale_.mean() < 0.05 < 0.5 < apart.actor_clip_scale_.mean()
+    # the drift is still there: the mixed targets spread as lambda grows
+    # from 0
+    assert apart.target_scale_[-5:, 0].mean() > 5 * apart.target_scale_[0, 0]
+    assert np.all(last(apart) < 0.5 * last(old))
+    assert np.all(last(apart) < 1.5 * last(dedicated))
+    assert np.all(apart.multipliers_[-1] < 0.6 * old.multipliers_[-1])
 
 
-def test_deep_agent_acts_within_the_action_box_and_pickles(trained_agents):
-    agent = trained_agents["dedicated"]
+def test_running_target_moments_are_those_of_all_targets_so_far():
+    from sklearn_ext.rl._lagrangian_ppo import _RunningMoments
+
+    rng = np.random.RandomState(0)
+    batches = [
+        rng.normal(m, s, size=(n, 3))
+        for m, s, n in [(0, 1, 5), (5, 3, 40), (-2, 0.5, 17)]
+    ]
+    moments = _RunningMoments(3)
+    for b in batches:
+        moments.update(b)
+    every = np.vstack(batches)
+    np.testing.assert_allclose(moments.mean, every.mean(axis=0))
+    np.testing.assert_allclose(moments.std, every.std(axis=0))
+
+
+def test_deep_agent_acts_within_the_action_box_and_pickles(grid_agents):
+    agent = grid_agents["dedicated"]
     obs = np.stack([DistributionGridEnv().reset(seed=s)[0] for s in range(5)])
     det = agent.predict(obs)
     drawn = agent.sample(obs, random_state=0)
@@ -217,7 +283,13 @@ def test_deep_agent_acts_within_the_action_box_and_pickles(trained_agents):
     np.testing.assert_array_equal(agent.sample(obs, random_state=0), drawn)
     back = pickle.loads(pickle.dumps(agent))
     np.testing.assert_allclose(back.predict(obs), det)
-    assert agent.multipliers_.shape == (41, 2)
+    # draws of predict(deterministic=False) come from the fit's generator
+    again = pickle.loads(pickle.dumps(agent))
+    first = agent.predict(obs, deterministic=False)
+    np.testing.assert_array_equal(again.predict(obs, deterministic=False), first)
+    assert not np.allclose(first, det)
+    assert agent.multipliers_.shape == (26, 2)
+    assert agent.n_iter_ == 25 and agent.n_timesteps_ == 25 * GRID_UPDATE
 
 
 class _CostsEnv(gym.Env):
@@ -252,11 +324,34 @@ class _CostsEnv(gym.Env):
         ({}, [1.0], "no 'costs'"),
         ({"costs": [-0.5]}, [1.0], "negative costs"),
         ({"costs": [0.1]}, None, "needs cost_limits"),
+        ({"costs": [np.nan]}, [1.0], r"non-finite cost \(NaN or infinity\)"),
+        ({"costs": [0.1, np.inf]}, [1.0, 1.0], r"non-finite cost"),
+        ({"costs": ["a"]}, [1.0], r"info\['costs'\] must hold numbers"),
     ],
 )
 def test_deep_agent_names_bad_costs_and_limits(info, limits, match):
     with pytest.raises(ValueError, match=match):
-        LagrangianActorCritic(cost_limits=limits, n_updates=1).fit(_CostsEnv(info))
+        LagrangianActorCritic(cost_limits=limits, total_timesteps=1).fit(
+            _CostsEnv(info)
+        )
+
+
+class _LateNaN(_CostsEnv):
+    """Finite costs at the probing step, NaN afterwards."""
+
+    calls = [0]  # shared by the deep copies the agent steps
+
+    def step(self, action):
+        self.calls[0] += 1
+        cost = 0.1 if self.calls[0] == 1 else np.nan
+        return np.zeros(2, dtype=np.float32), 0.0, True, False, {"costs": [cost]}
+
+
+def test_deep_agent_names_a_non_finite_cost_during_training():
+    _LateNaN.calls[0] = 0
+    agent = LagrangianActorCritic(cost_limits=[1.0], total_timesteps=4)
+    with pytest.raises(ValueError, match=r"non-finite cost \(NaN or infinity\)"):
+        agent.fit(_LateNaN({}))
 
 
 def test_deep_agent_refuses_what_is_not_an_environment():
@@ -264,21 +359,55 @@ def test_deep_agent_refuses_what_is_not_an_environment():
         LagrangianActorCritic(cost_limits=[1.0]).fit(np.zeros((3, 2)))
 
 
+class _Choice(_CostsEnv):
+    """Action 1 pays 1 and costs 1, action 0 neither (one-step episodes)."""
+
+    def step(self, action):
+        a = float(action)
+        return np.zeros(2, dtype=np.float32), a, True, False, {"costs": [a]}
+
+
+CHOICE = {"n_episodes_per_update": 32, "lambda_lr": 0.5, "pid_kp": 0.5}
+CHOICE.update(entropy_coef=0.01, random_state=0)
+
+
 def test_deep_agent_learns_a_discrete_constrained_choice():
-    """Action 1 pays 1 and costs 1, action 0 neither (one-step episodes): with
-    a loose limit the agent takes action 1; with a limit of 0.3 its
+    """With a loose limit the agent takes action 1; with a limit of 0.3 its
     multiplier rises past 1, the price at which action 1 stops paying, and
-    the agent turns to action 0."""
-
-    class Choice(_CostsEnv):
-        def step(self, action):
-            a = float(action)
-            return np.zeros(2, dtype=np.float32), a, True, False, {"costs": [a]}
-
-    params = {"n_updates": 60, "n_episodes_per_update": 32, "lambda_lr": 0.5}
-    params.update(pid_kp=0.5, entropy_coef=0.01, random_state=0)
-    loose = LagrangianActorCritic(cost_limits=[1.0], **params).fit(Choice({}))
-    tight = LagrangianActorCritic(cost_limits=[0.3], **params).fit(Choice({}))
+    the agent turns to action 0. Fitted on a list of environments, the
+    episodes cycle through it. Its score ranks the feasible agent above one
+    that violates the limit, though the latter earns more."""
+    params = {"total_timesteps": 60 * 32, **CHOICE}
+    loose = LagrangianActorCritic(cost_limits=[1.0], **params).fit(_Choice({}))
+    tight = LagrangianActorCritic(cost_limits=[0.3], **params).fit(
+        [_Choice({}), _Choice({})]
+    )
+    assert loose.n_iter_ == 60 and loose.n_timesteps_ == 60 * 32
     assert loose.constraint_values_[-15:].mean() > 0.9
     assert tight.multipliers_.max() > 1.0
     assert tight.constraint_values_[-15:].mean() < 0.3
+    # deterministic: the most probable action of each agent
+    assert loose.predict(np.zeros((3, 2))).tolist() == [1, 1, 1]
+    assert tight.predict(np.zeros((3, 2))).tolist() == [0, 0, 0]
+    # the score: the mean return if feasible, else below every feasible one
+    feasible = tight.score(_Choice({}), n_episodes=200)
+    assert 0 < feasible < 0.3
+    assert feasible == tight.score([_Choice({}), _Choice({})], n_episodes=200)
+    early = LagrangianActorCritic(cost_limits=[0.3], total_timesteps=32, **CHOICE)
+    early.fit(_Choice({}))  # one update: action 1 about half the time
+    violating = early.score(_Choice({}), n_episodes=200)
+    assert violating < -1e12 < feasible
+    assert loose.score(_Choice({}), n_episodes=200) > 0.9  # limit 1: feasible
+
+
+def test_grid_search_tunes_the_deep_agent_on_a_list_of_environments():
+    from sklearn.model_selection import GridSearchCV
+
+    params = {"total_timesteps": 2 * 32, "cost_limits": [0.3], **CHOICE}
+    search = GridSearchCV(
+        LagrangianActorCritic(**params),
+        {"lambda_lr": [0.5, 1.0]},
+        cv=2,
+    ).fit([_Choice({}) for _ in range(4)])
+    assert search.best_params_["lambda_lr"] in (0.5, 1.0)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))

@@ -169,7 +169,7 @@ def safe_rl():
         agent = LagrangianActorCritic(
             critic=critic,
             cost_limits=[2.0, 4.0],
-            n_updates=2,
+            total_timesteps=2 * 2 * 48,
             n_episodes_per_update=2,
             random_state=0,
             device="cpu",

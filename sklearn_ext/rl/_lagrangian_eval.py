@@ -22,7 +22,9 @@ def solves(agent, cmdp, lp, tol=0.01):
     constraint value exceeds its limit by more than ``tol`` (relative).
     """
     gap = abs(lp.value - agent.returns_[-1]) / abs(lp.value)
-    excess = np.max((agent.constraint_values_[-1] - cmdp.cost_limits) / cmdp.cost_limits)
+    excess = np.max(
+        (agent.constraint_values_[-1] - cmdp.cost_limits) / cmdp.cost_limits
+    )
     return bool(gap <= tol and excess <= tol)
 
 

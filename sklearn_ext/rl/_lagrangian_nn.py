@@ -71,3 +71,29 @@ class ActorCritic(nn.Module):
     def values(self, obs):
         """Value heads, shape (n, n_heads)."""
         return self.critic(obs)
+
+
+class GroupClippedAdam(torch.optim.Adam):
+    """Adam that clips the gradient of each parameter group on its own.
+
+    Before every step the gradient of each group is rescaled to at most
+    ``max_norm`` (Euclidean, over the group's parameters), so that one group's
+    large gradient (a critic chasing large value targets) does not shrink the
+    step of another (the actor). With a single group this is the usual global
+    clip. ``scales`` records, per step, the factor the clip applied to each
+    group (1 where the norm was within ``max_norm``).
+    """
+
+    def __init__(self, groups, lr, max_norm):
+        super().__init__(groups, lr=lr, foreach=True)
+        self.max_norm = float(max_norm)
+        self.scales = []
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        factors = []
+        for group in self.param_groups:
+            norm = float(nn.utils.clip_grad_norm_(group["params"], self.max_norm))
+            factors.append(min(1.0, self.max_norm / (norm + 1e-6)))
+        self.scales.append(factors)
+        return super().step(closure)

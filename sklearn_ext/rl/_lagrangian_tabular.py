@@ -432,7 +432,9 @@ def make_random_cmdp(
     R = rng.uniform(size=(n_states, n_actions))
     C = rng.uniform(size=(n_constraints, n_states, n_actions))
     mu = np.full(n_states, 1.0 / n_states)
-    free = TabularCMDP(P, R, mu, gamma, costs=C, cost_limits=np.full(n_constraints, 1e9))
+    free = TabularCMDP(
+        P, R, mu, gamma, costs=C, cost_limits=np.full(n_constraints, 1e9)
+    )
     best = free.solve_lp()
     least = np.empty(n_constraints)
     for k in range(n_constraints):
