@@ -126,9 +126,7 @@ def part_tabular(seeds, n_iter, sampled_iters=SAMPLED_ITERS):
                 / (1 - mdp.gamma),
                 "gap to LP": float(curves["lp"][-1][-1]),
                 "gap to reg.": float(curves["regularised"][-1][-1]),
-                "weights vs solver duals": float(
-                    np.abs(agent.weights_ - w_ref).max()
-                ),
+                "weights vs solver duals": float(np.abs(agent.weights_ - w_ref).max()),
                 "excess": float(agent.violation_[-1]),
                 "iterations to 0.01 of LP": int(settle[-1] + 2) if settle.size else 1,
                 "iterations to 1e-6 of reg.": int(settle_reg[-1] + 2)
@@ -321,7 +319,15 @@ def part_choice(seeds):
         worst, cost, swing = [], [], []
         for seed in seeds:
             agent = ConstrainedMaxMinMORL(
-                cost_limits=[0.25], **{**_CHOICE, "random_state": seed, **params}
+                cost_limits=[0.25],
+                **{
+                    **_CHOICE,
+                    # 80 updates of 64 episodes (the tests run 32 a update)
+                    "total_timesteps": 80 * 64,
+                    "n_episodes_per_update": 64,
+                    "random_state": seed,
+                    **params,
+                },
             ).fit(_Choice())
             worst.append(agent.returns_[-20:].mean(axis=0).min())
             cost.append(agent.constraint_values_[-20:, 0].mean())
@@ -648,16 +654,20 @@ _CHOICES = {
 
 
 def _choice_claims():
-    return [
-        Claim(f"{key}_worst", label, "worst objective", fmt=".2f")
-        for key, label in _CHOICES.items()
-    ] + [
-        Claim(f"{key}_cost", label, "cost (limit 0.25)", fmt=".2f")
-        for key, label in _CHOICES.items()
-    ] + [
-        Claim(f"{key}_min", label, "min over seeds", fmt=".2f")
-        for key, label in _CHOICES.items()
-    ]
+    return (
+        [
+            Claim(f"{key}_worst", label, "worst objective", fmt=".2f")
+            for key, label in _CHOICES.items()
+        ]
+        + [
+            Claim(f"{key}_cost", label, "cost (limit 0.25)", fmt=".2f")
+            for key, label in _CHOICES.items()
+        ]
+        + [
+            Claim(f"{key}_min", label, "min over seeds", fmt=".2f")
+            for key, label in _CHOICES.items()
+        ]
+    )
 
 
 def _untuned_claims():

@@ -236,7 +236,7 @@ def maxmin_morl():
     ):
         agent = ConstrainedMaxMinMORL(
             cost_limits=[290.0],
-            n_updates=2,
+            total_timesteps=2 * 2 * env.horizon,
             n_episodes_per_update=2,
             max_episode_steps=env.horizon,
             random_state=0,
@@ -247,7 +247,7 @@ def maxmin_morl():
             agent.returns_,
             agent.weights_path_,
             agent.multipliers_,
-            agent.sample(obs, random_state=np.random.RandomState(0)),
+            agent.predict(obs, deterministic=False),
         ]
     return _concat(*out)
 

@@ -1,10 +1,11 @@
 """Constrained multi-objective RL with the max-min criterion, tabular part.
 
-A multi-objective MDP has ``K`` reward tables and, optionally, ``L`` cost
-tables. The max-min criterion asks for a policy that maximises the worst
-objective, ``min_k J_k(pi)``, while every expected discounted cost stays
-within its limit, ``J_c,l(pi) <= limit_l`` (Park, Nam, Byeon, Leshem and
-Sung, ICML 2026).
+A multi-objective MDP (:class:`TabularMOMDP`, a :class:`TabularCMDP` with
+one reward table per objective) has ``K`` reward tables and, optionally,
+``L`` cost tables with their limits. The max-min criterion asks for a
+policy that maximises the worst objective, ``min_k J_k(pi)``, while every
+expected discounted cost stays within its limit, ``J_c,l(pi) <= limit_l``
+(Park, Nam, Byeon, Leshem and Sung, ICML 2026).
 
 Over discounted occupancy measures this is a linear program
 (:func:`solve_maxmin_lp`): a variable ``t`` below every objective, maximised.
@@ -14,9 +15,11 @@ baseline, whose LP optimum is a vertex). The Lagrangian dual of the problem,
 ``min over w in the simplex and u >= 0 of max over pi of sum_k w_k J_k(pi) -
 sum_l u_l (J_c,l(pi) - limit_l)``, gives the learning algorithm
 (:func:`maxmin_dual_descent`): an entropy-regularised best response of the
-policy to the weights (:func:`soft_policy`), then projected gradient descent
-of the weights on the simplex and of the multipliers on the non-negative
-orthant.
+policy to the weights (:func:`soft_policy`, or soft Q-learning on sampled
+transitions), then projected gradient descent of the weights on the simplex
+and of the multipliers on the non-negative orthant. The entropy-regularised
+problem it converges to is solved independently, by a conic solver on the
+primal, in :func:`solve_regularised_maxmin`.
 """
 
 # Authors: The sklearn_ext developers

@@ -449,8 +449,11 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     lambda_lr : float, default=1.0
         Step of the multipliers per unit of relative excess cost (before
         the schedule with ``"dual"``; the integral gain with ``"pi"``).
-    n_updates : int, default=300
-        PPO updates.
+    total_timesteps : int, default=230_400
+        Training budget in environment steps: updates run until at least
+        this many steps were taken. The default is 300 updates of 8 days of
+        :class:`BuildingThermalEnv` (96 steps a day), the budget of the
+        former default ``n_updates=300``.
     n_episodes_per_update : int, default=8
         Episodes collected per update.
     max_episode_steps : int, default=200
@@ -472,7 +475,8 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     hidden : int, default=64
         Width of the hidden layers of the actor and of the critic.
     random_state : int, RandomState instance or None, default=None
-        Seeds the network, the episodes and the minibatches.
+        Seeds the network, the episodes, the minibatches and the draws of
+        ``predict(..., deterministic=False)`` after the fit.
     device : str, default="auto"
         Torch device.
     verbose : int, default=0
@@ -482,6 +486,8 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     ----------
     module_ : torch.nn.Module
         The actor and critics.
+    n_timesteps_ : int
+        Environment steps taken (at least ``total_timesteps``).
     weights_ : ndarray of shape (n_objectives,)
         The final dual weights on the objectives.
     weights_path_ : ndarray of shape (n_iter_ + 1, n_objectives)
@@ -515,7 +521,11 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     -----
     The learned policy is stochastic: the constraints and the max-min value
     hold for the stochastic policy (``predict(..., deterministic=False)``),
-    not for the most probable action.
+    not for the most probable action (``predict(observations)``).
+    :meth:`score` runs the stochastic policy and returns its worst mean
+    episode return over the objectives (the max-min objective); a policy
+    whose mean episode cost exceeds a limit scores below every feasible
+    one (see :meth:`LagrangianActorCritic.score`).
 
     References
     ----------
@@ -530,19 +540,19 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     --------
     >>> from sklearn_ext.rl import BuildingThermalEnv, ConstrainedMaxMinMORL
     >>> env = BuildingThermalEnv()
-    >>> agent = ConstrainedMaxMinMORL(cost_limits=[290.0], n_updates=2,
+    >>> agent = ConstrainedMaxMinMORL(cost_limits=[290.0], total_timesteps=384,
     ...                               n_episodes_per_update=2,
     ...                               max_episode_steps=env.horizon,
     ...                               random_state=0).fit(env)
-    >>> agent.weights_path_.shape, agent.multipliers_.shape
-    ((3, 3), (3, 1))
+    >>> agent.n_iter_, agent.n_timesteps_, agent.weights_path_.shape
+    (2, 384, (3, 3))
     """
 
     _parameter_constraints: dict = {
         **{
             k: v
             for k, v in LagrangianActorCritic._parameter_constraints.items()
-            if k in _PPO_PARAMS or k in ("n_updates", "lambda_lr", "cost_limits")
+            if k in _PPO_PARAMS or k in ("total_timesteps", "lambda_lr", "cost_limits")
         },
         "weights": ["array-like", None],
         "weights_update": [StrOptions({"dual", "softmin"})],
@@ -577,7 +587,7 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
         weights_temperature=0.02,
         multiplier_update="dual",
         lambda_lr=1.0,
-        n_updates=300,
+        total_timesteps=230_400,
         n_episodes_per_update=8,
         max_episode_steps=200,
         n_epochs=10,
@@ -600,7 +610,7 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
         self.weights_temperature = weights_temperature
         self.multiplier_update = multiplier_update
         self.lambda_lr = lambda_lr
-        self.n_updates = n_updates
+        self.total_timesteps = total_timesteps
         self.n_episodes_per_update = n_episodes_per_update
         self.max_episode_steps = max_episode_steps
         self.n_epochs = n_epochs
@@ -618,7 +628,7 @@ class ConstrainedMaxMinMORL(LagrangianActorCritic):
     @classmethod
     def _get_test_params(cls):
         return {
-            "n_updates": 2,
+            "total_timesteps": 192,
             "n_episodes_per_update": 2,
             "hidden": 8,
             "device": "cpu",
