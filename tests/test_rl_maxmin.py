@@ -293,6 +293,26 @@ class _Ragged(_Choice):
         return obs, np.r_[reward, [0.0] * (_Ragged.calls > 2)], *rest
 
 
+class _NaNReward(_Choice):
+    def step(self, action):
+        obs, reward, *rest = super().step(action)
+        return obs, np.array([np.nan, 0.0]), *rest
+
+
+class _NaNCost(_Choice):
+    def step(self, action):
+        obs, reward, term, trunc, info = super().step(action)
+        return obs, reward, term, trunc, {"costs": [np.inf]}
+
+
+def test_env_non_finite_rewards_and_costs_are_named():
+    params = {"cost_limits": [0.5], "total_timesteps": 4, "n_episodes_per_update": 2}
+    with pytest.raises(ValueError, match="non-finite reward"):
+        ConstrainedMaxMinMORL(**params).fit(_NaNReward())
+    with pytest.raises(ValueError, match="non-finite cost"):
+        ConstrainedMaxMinMORL(**params).fit(_NaNCost())
+
+
 def test_each_agent_refuses_the_other_ones_data():
     mdp = make_random_momdp(random_state=0)
     with pytest.raises(TypeError, match="takes a gymnasium environment with a vec"):
