@@ -73,7 +73,7 @@ fig.tight_layout()
 env = BuildingThermalEnv()
 common = {
     "cost_limits": [290.0],
-    "n_updates": 200,
+    "total_timesteps": 200 * 8 * env.horizon,  # 200 updates of 8 days
     "max_episode_steps": env.horizon,
     "random_state": 0,
     "device": "cpu",
