@@ -185,35 +185,43 @@ def safe_rl():
 
 
 def maxmin_morl():
-    """``bench_maxmin_morl``: the tabular iteration and the environment agent.
+    """``bench_maxmin_morl``: the tabular solver and the environment agent.
 
-    ``ConstrainedMaxMinMORL`` on a random MO-CMDP against its LP (the
-    defaults with fewer iterations, fixed equal weights, unconstrained), the
-    utilitarian LP; the PPO agent on ``BuildingThermalEnv`` with the budget,
-    with the soft minimum and with projected dual weight steps, for a few
-    updates, and its sampled actions.
+    ``TabularMaxMinMORL`` on a random MO-CMDP against its LP (the defaults
+    with fewer iterations, fixed equal weights, unconstrained, the sampled
+    soft-Q mode), the utilitarian LP and the convex solver's regularised
+    optimum; ``ConstrainedMaxMinMORL`` on ``BuildingThermalEnv`` with the
+    budget, with the paper's dual step and with the soft minimum and PI
+    multipliers, for a few updates, and its sampled actions.
     """
+    import dataclasses
+
     import numpy as np
 
     from sklearn_ext.rl import (
         BuildingThermalEnv,
         ConstrainedMaxMinMORL,
+        TabularMaxMinMORL,
         make_random_momdp,
         solve_maxmin_lp,
         solve_weighted_lp,
     )
+    from sklearn_ext.rl._maxmin import solve_regularised_maxmin
 
-    mdp, limits = make_random_momdp(random_state=0)
+    mdp = make_random_momdp(random_state=0)
+    free = dataclasses.replace(mdp, costs=None, cost_limits=None)
     out = [
-        solve_maxmin_lp(mdp, limits).value,
-        solve_weighted_lp(mdp, np.full(3, 1 / 3), limits).value,
+        solve_maxmin_lp(mdp).value,
+        solve_weighted_lp(mdp, np.full(3, 1 / 3)).value,
+        np.round(solve_regularised_maxmin(mdp, 0.01)[0].policy, 6),
     ]
-    for params in (
-        {"constraints": limits},
-        {"constraints": limits, "weights": [1.0, 1.0, 1.0]},
-        {},
+    for data, params in (
+        (mdp, {}),
+        (mdp, {"weights": [1.0, 1.0, 1.0]}),
+        (free, {}),
+        (mdp, {"evaluation": "sampled", "random_state": 0}),
     ):
-        agent = ConstrainedMaxMinMORL(max_iter=200, **params).fit(mdp)
+        agent = TabularMaxMinMORL(max_iter=200, **params).fit(data)
         out += [
             agent.worst_objective_[::10],
             agent.objective_values_,
@@ -222,10 +230,13 @@ def maxmin_morl():
         ]
     env = BuildingThermalEnv()
     obs, _ = env.reset(seed=10_000)
-    for params in ({}, {"weights_update": "dual", "weights_lr": 0.5}):
+    for params in (
+        {},
+        {"weights_update": "softmin", "multiplier_update": "pi", "lambda_lr": 0.2},
+    ):
         agent = ConstrainedMaxMinMORL(
-            constraints=[290.0],
-            n_updates=2,
+            cost_limits=[290.0],
+            total_timesteps=2 * 2 * env.horizon,
             n_episodes_per_update=2,
             max_episode_steps=env.horizon,
             random_state=0,
@@ -236,7 +247,7 @@ def maxmin_morl():
             agent.returns_,
             agent.weights_path_,
             agent.multipliers_,
-            agent.sample(obs, random_state=np.random.RandomState(0)),
+            agent.predict(obs, deterministic=False),
         ]
     return _concat(*out)
 

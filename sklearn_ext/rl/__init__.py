@@ -26,7 +26,7 @@ from sklearn_ext.rl._maxmin import (
     solve_maxmin_lp,
     solve_weighted_lp,
 )
-from sklearn_ext.rl._maxmin_agent import ConstrainedMaxMinMORL
+from sklearn_ext.rl._maxmin_agent import ConstrainedMaxMinMORL, TabularMaxMinMORL
 from sklearn_ext.rl._mdp import LPSolution, TabularCMDP, TabularMDP
 from sklearn_ext.rl._mo_agent import MOQuantileAgent
 from sklearn_ext.rl._plotting import plot_guarantee
@@ -57,6 +57,7 @@ __all__ = [
     "TabularCMDP",
     "TabularLagrangian",
     "TabularMDP",
+    "TabularMaxMinMORL",
     "TabularMOMDP",
     "TabularQLearning",
     "collect_returns",

@@ -1,10 +1,11 @@
 """Constrained multi-objective RL with the max-min criterion, tabular part.
 
-A multi-objective MDP has ``K`` reward tables and, optionally, ``L`` cost
-tables. The max-min criterion asks for a policy that maximises the worst
-objective, ``min_k J_k(pi)``, while every expected discounted cost stays
-within its limit, ``J_c,l(pi) <= limit_l`` (Park, Nam, Byeon, Leshem and
-Sung, ICML 2026).
+A multi-objective MDP (:class:`TabularMOMDP`, a :class:`TabularCMDP` with
+one reward table per objective) has ``K`` reward tables and, optionally,
+``L`` cost tables with their limits. The max-min criterion asks for a
+policy that maximises the worst objective, ``min_k J_k(pi)``, while every
+expected discounted cost stays within its limit, ``J_c,l(pi) <= limit_l``
+(Park, Nam, Byeon, Leshem and Sung, ICML 2026).
 
 Over discounted occupancy measures this is a linear program
 (:func:`solve_maxmin_lp`): a variable ``t`` below every objective, maximised.
@@ -14,15 +15,18 @@ baseline, whose LP optimum is a vertex). The Lagrangian dual of the problem,
 ``min over w in the simplex and u >= 0 of max over pi of sum_k w_k J_k(pi) -
 sum_l u_l (J_c,l(pi) - limit_l)``, gives the learning algorithm
 (:func:`maxmin_dual_descent`): an entropy-regularised best response of the
-policy to the weights (:func:`soft_policy`), then projected gradient descent
-of the weights on the simplex and of the multipliers on the non-negative
-orthant.
+policy to the weights (:func:`soft_policy`, or soft Q-learning on sampled
+transitions), then projected gradient descent of the weights on the simplex
+and of the multipliers on the non-negative orthant. The entropy-regularised
+problem it converges to is solved independently, by a conic solver on the
+primal, in :func:`solve_regularised_maxmin`.
 """
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -47,14 +51,20 @@ __all__ = [
     "maxmin_dual_descent",
     "soft_policy",
     "solve_maxmin_lp",
+    "solve_regularised_maxmin",
     "solve_weighted_lp",
     "step_size",
 ]
 
 
 @dataclass(frozen=True)
-class TabularMOMDP:
-    r"""Define a finite multi-objective MDP, optionally with cost tables.
+class TabularMOMDP(TabularCMDP):
+    r"""Define a finite multi-objective MDP, optionally with costs and their limits.
+
+    A :class:`TabularCMDP` whose reward is a stack of tables, one per
+    objective, and whose costs are optional: the data class of the tabular
+    max-min problem. The cost limits are part of the data, as in
+    :class:`TabularCMDP`, so that every solver reads them from one place.
 
     Parameters
     ----------
@@ -68,8 +78,11 @@ class TabularMOMDP:
     gamma : float, default=0.95
         Discount factor in (0, 1): every return here is discounted.
     costs : array-like of shape (n_constraints, n_states, n_actions), default=None
-        One per-step cost table per constraint; None for none. The limits are
-        not part of the MDP: the solvers take them.
+        One per-step cost table per constraint; None for none.
+    cost_limits : array-like of shape (n_constraints,), default=None
+        Upper limit of each expected discounted cost; given with ``costs``
+        and only then. ``dataclasses.replace(mdp, costs=None,
+        cost_limits=None)`` is the same MDP without its constraints.
 
     References
     ----------
@@ -90,55 +103,27 @@ class TabularMOMDP:
     [1.0, 1.0]
     """
 
-    transitions: np.ndarray
-    rewards: np.ndarray
-    initial: np.ndarray
-    gamma: float = 0.95
-    costs: np.ndarray = None
-    _base: TabularMDP = field(init=False, repr=False, compare=False)
+    _reward_ndim = 3
+    _costs_optional = True
 
-    def __post_init__(self):
-        P = _as_array("transitions", self.transitions, 3)
-        R = _as_array("rewards", self.rewards, 3)
-        if R.shape[0] == 0:
+    def _check_reward_shape(self, shape, S, A):
+        if shape[0] == 0:
             raise ValueError(
                 "rewards must hold at least one objective: shape "
-                f"(n_objectives >= 1, n_states, n_actions); got {R.shape}."
+                f"(n_objectives >= 1, n_states, n_actions); got {shape}."
             )
-        if R.shape[1:] != P.shape[:2]:
+        if shape[1:] != (S, A):
             raise ValueError(
-                f"rewards must have shape (n_objectives, {P.shape[0]}, "
-                f"{P.shape[1]}) to match transitions; got {R.shape}."
+                f"rewards must have shape (n_objectives, {S}, {A}) to match "
+                f"transitions; got {shape}."
             )
-        # TabularMDP checks the transitions, the initial distribution and gamma.
-        base = TabularMDP(P, R[0], self.initial, self.gamma)
+
+    def __post_init__(self):
+        super().__post_init__()
         if not 0 < self.gamma < 1:
             raise ValueError(
                 f"TabularMOMDP needs a discount gamma in (0, 1); got {self.gamma!r}."
             )
-        C = None
-        if self.costs is not None:
-            C = _as_array("costs", self.costs, 3)
-            if C.shape[1:] != P.shape[:2]:
-                raise ValueError(
-                    f"costs must have shape (n_constraints, {P.shape[0]}, "
-                    f"{P.shape[1]}); got {C.shape}."
-                )
-        object.__setattr__(self, "transitions", base.transitions)
-        object.__setattr__(self, "rewards", R)
-        object.__setattr__(self, "initial", base.initial)
-        object.__setattr__(self, "costs", C)
-        object.__setattr__(self, "_base", base)
-
-    @property
-    def n_states(self):
-        """Number of states."""
-        return self.transitions.shape[0]
-
-    @property
-    def n_actions(self):
-        """Number of actions per state."""
-        return self.transitions.shape[1]
 
     @property
     def n_objectives(self):
@@ -179,12 +164,23 @@ class TabularMOMDP:
             Expected discounted return of each table from the initial
             distribution.
         """
-        pi = self._base._policy_matrix(policy)
+        pi = self._policy_matrix(policy)
         R = self._tables(rewards)
         if R.shape[0] == 0:
             return np.empty(0)
-        Q = _q_values(self._base, pi, R)  # (S, A, m)
+        Q = _q_values(self, pi, R)  # (S, A, m)
         return np.einsum("s,sa,sam->m", self.initial, pi, Q)
+
+    def solve_lp(self):
+        """Solve the constrained max-min problem exactly (:func:`solve_maxmin_lp`).
+
+        Returns
+        -------
+        solution : MaxMinSolution
+            The max-min value ``t*``, an optimal (possibly stochastic)
+            policy, its occupancy measure, objectives and costs.
+        """
+        return solve_maxmin_lp(self)
 
 
 @dataclass(frozen=True)
@@ -291,33 +287,17 @@ def _check_momdp(mdp):
         raise TypeError(f"mdp must be a TabularMOMDP; got {type(mdp).__name__}.")
 
 
-def _check_limits(mdp, constraints):
-    """The limits as an (n_constraints,) array, or None without costs."""
-    L = mdp.n_constraints
-    if constraints is None:
-        if L:
-            raise ValueError(
-                f"the MDP has {L} cost table(s): pass constraints, one limit per "
-                "cost table (or drop the costs for the unconstrained problem)."
-            )
+def _check_limits(mdp):
+    """The MDP's cost limits as an (n_constraints,) array, or None without costs."""
+    if not mdp.n_constraints:
         return None
-    if not L:
-        raise ValueError(
-            "constraints were given but the MDP has no cost tables (costs=None)."
-        )
-    limits = _as_array("constraints", np.atleast_1d(constraints), 1)
-    if limits.shape != (L,):
-        raise ValueError(
-            f"constraints must give one limit per cost table ({L}); got "
-            f"{limits.shape[0]}."
-        )
     check_reachable_limits(
-        limits,
+        mdp.cost_limits,
         (mdp.costs >= 0).all(axis=(1, 2)),
-        param="constraints",
+        param="cost_limits",
         measure="expected discounted cost",
     )
-    return limits
+    return mdp.cost_limits
 
 
 def _policy_from_occupancy(d):
@@ -326,10 +306,11 @@ def _policy_from_occupancy(d):
     return np.where(mass > 1e-12, d / np.where(mass > 0, mass, 1), 1.0 / d.shape[1])
 
 
-def _least_costs(mdp):
+def _least_costs(mdp, costs=None):
     """Least expected discounted cost of each cost table, alone."""
     P, mu, g = mdp.transitions, mdp.initial, mdp.gamma
-    return np.array([-TabularMDP(P, -c, mu, g).solve_lp().value for c in mdp.costs])
+    costs = mdp.costs if costs is None else costs
+    return np.array([-TabularMDP(P, -c, mu, g).solve_lp().value for c in costs])
 
 
 def _infeasible(mdp, limits):
@@ -360,23 +341,20 @@ def _solution(mdp, d, value=None):
     )
 
 
-def solve_maxmin_lp(mdp, constraints=None):
+def solve_maxmin_lp(mdp):
     r"""Solve the constrained max-min problem exactly by linear programming.
 
     Over the normalised discounted occupancy measure :math:`d \ge 0` (flow
     conservation as in :meth:`TabularMDP.solve_lp`) and a free variable
     :math:`t`, maximise :math:`t` subject to
     :math:`\sum_{s,a} d(s,a) r_k(s,a) / (1-\gamma) \ge t` for every objective
-    and :math:`\sum_{s,a} d(s,a) c_l(s,a) / (1-\gamma) \le` ``constraints[l]``
-    for every cost (scipy's HiGHS).
+    and :math:`\sum_{s,a} d(s,a) c_l(s,a) / (1-\gamma) \le`
+    ``mdp.cost_limits[l]`` for every cost (scipy's HiGHS).
 
     Parameters
     ----------
     mdp : TabularMOMDP
-        The multi-objective MDP.
-    constraints : array-like of shape (n_constraints,), default=None
-        Limit of each expected discounted cost; required when ``mdp`` has
-        costs, and only then.
+        The multi-objective MDP, with its cost limits (if any).
 
     Returns
     -------
@@ -403,16 +381,16 @@ def solve_maxmin_lp(mdp, constraints=None):
     >>> # Actions serve objective 0, objective 1, or both at 0.6 but cost 1.
     >>> R = [[[1.0, 0.0, 0.6]], [[0.0, 1.0, 0.6]]]
     >>> mdp = TabularMOMDP(np.ones((1, 3, 1)), R, initial=[1.0], gamma=0.5,
-    ...                    costs=[[[0.0, 0.0, 1.0]]])
-    >>> sol = solve_maxmin_lp(mdp, constraints=[1.0])  # action 2 half the time
+    ...                    costs=[[[0.0, 0.0, 1.0]]], cost_limits=[1.0])
+    >>> sol = solve_maxmin_lp(mdp)  # action 2 half the time
     >>> round(sol.value, 6), np.round(sol.policy, 3).tolist()
     (1.1, [[0.25, 0.25, 0.5]])
     """
     _check_momdp(mdp)
-    limits = _check_limits(mdp, constraints)
+    limits = _check_limits(mdp)
     S, A, K = mdp.n_states, mdp.n_actions, mdp.n_objectives
     scale = 1.0 / (1.0 - mdp.gamma)
-    A_flow, b_eq = mdp._base._lp_constraints()
+    A_flow, b_eq = mdp._lp_constraints()
     A_eq = np.hstack([A_flow, np.zeros((S, 1))])
     # t - J_k(d) <= 0 for every objective, J_c,l(d) <= limit_l for every cost.
     rows = [np.hstack([-scale * mdp.rewards.reshape(K, S * A), np.ones((K, 1))])]
@@ -440,7 +418,7 @@ def solve_maxmin_lp(mdp, constraints=None):
     return _solution(mdp, d, value=res.x[-1])
 
 
-def solve_weighted_lp(mdp, weights, constraints=None):
+def solve_weighted_lp(mdp, weights):
     """Solve the linearly scalarised (utilitarian) problem by linear programming.
 
     Maximises ``sum_k weights[k] * J_k`` under the same cost limits as
@@ -452,12 +430,9 @@ def solve_weighted_lp(mdp, weights, constraints=None):
     Parameters
     ----------
     mdp : TabularMOMDP
-        The multi-objective MDP.
+        The multi-objective MDP, with its cost limits (if any).
     weights : array-like of shape (n_objectives,)
         Non-negative objective weights, not all zero.
-    constraints : array-like of shape (n_constraints,), default=None
-        Limit of each expected discounted cost; required when ``mdp`` has
-        costs, and only then.
 
     Returns
     -------
@@ -486,7 +461,7 @@ def solve_weighted_lp(mdp, weights, constraints=None):
     ([2.0, 0.0], 0.0)
     """
     _check_momdp(mdp)
-    limits = _check_limits(mdp, constraints)
+    limits = _check_limits(mdp)
     w = _as_array("weights", np.atleast_1d(weights), 1)
     if w.shape != (mdp.n_objectives,):
         raise ValueError(
@@ -507,6 +482,121 @@ def solve_weighted_lp(mdp, weights, constraints=None):
         except ValueError as exc:  # the inputs are checked: only infeasibility
             raise _infeasible(mdp, limits) from exc
     return _solution(mdp, sol.occupancy)
+
+
+def solve_regularised_maxmin(mdp, temperature):
+    r"""Solve the entropy-regularised constrained max-min problem by a convex solver.
+
+    The problem the dual iteration (:func:`maxmin_dual_descent`) converges
+    to: over the normalised discounted occupancy measure :math:`d \ge 0`
+    (flow conservation as in :func:`solve_maxmin_lp`) and a free :math:`t`,
+    maximise :math:`t + \tau H(d)` subject to :math:`J_k(d) \ge t` for every
+    objective and :math:`J_{c,l}(d) \le` ``mdp.cost_limits[l]``, where
+    :math:`H(d) = -\sum_{s,a} d(s,a) \log(d(s,a) / \sum_{a'} d(s,a')) /
+    (1-\gamma)` is the discounted causal entropy of the policy of :math:`d`
+    (concave in :math:`d`: a sum of negative relative entropies). It is not
+    a linear program: cvxpy poses it with exponential cones and Clarabel's
+    interior-point method solves it, independently of the dual iteration
+    (another algorithm, on the primal, in the occupancy measure).
+
+    Parameters
+    ----------
+    mdp : TabularMOMDP
+        The multi-objective MDP, with its cost limits (if any).
+    temperature : float
+        The entropy weight :math:`\tau`, positive.
+
+    Returns
+    -------
+    solution : MaxMinSolution
+        The regularised optimum: its policy, occupancy, exact objectives and
+        costs (evaluated from the policy by linear solves); ``value`` is its
+        worst objective :math:`\min_k J_k`, not the regularised objective.
+    weights : ndarray of shape (n_objectives,)
+        The optimal objective weights (the solver's dual variables of the
+        constraints :math:`J_k \ge t`, summing to one).
+    multipliers : ndarray of shape (n_constraints,)
+        The optimal cost multipliers (the dual variables of the limits).
+
+    Raises
+    ------
+    ImportError
+        Without cvxpy (``pip install cvxpy``, in the extras ``test`` and
+        ``optimization``).
+    ValueError
+        When no policy meets the limits (found by :func:`solve_maxmin_lp`).
+
+    References
+    ----------
+    .. [1] G. Park, H. Nam, W. Byeon, A. Leshem, Y. Sung, "Constrained
+       Multi-Objective Reinforcement Learning with Max-Min Criterion",
+       ICML 2026.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_ext.rl._maxmin import TabularMOMDP, solve_regularised_maxmin
+    >>> mdp = TabularMOMDP(np.ones((1, 2, 1)), [[[1.0, 0.0]], [[0.0, 1.0]]],
+    ...                    initial=[1.0], gamma=0.5)
+    >>> sol, w, u = solve_regularised_maxmin(mdp, temperature=0.1)
+    >>> np.round(sol.policy, 4).tolist(), np.round(w, 4).tolist()
+    ([[0.5, 0.5]], [0.5, 0.5])
+    """
+    try:
+        import cvxpy as cp
+    except ImportError as exc:  # pragma: no cover - cvxpy is in the test extra
+        raise ImportError(
+            "solve_regularised_maxmin needs cvxpy: pip install cvxpy"
+        ) from exc
+    _check_momdp(mdp)
+    _check_temperature(temperature)
+    limits = _check_limits(mdp)
+    if limits is not None:
+        solve_maxmin_lp(mdp)  # names the least costs of infeasible limits
+    S, A, K, L = mdp.n_states, mdp.n_actions, mdp.n_objectives, mdp.n_constraints
+    scale = 1.0 / (1.0 - mdp.gamma)
+    A_flow, b_eq = mdp._lp_constraints()
+    d = cp.Variable(S * A, nonneg=True)
+    t = cp.Variable()
+    block = np.repeat(np.eye(S), A, axis=1)  # (S, S * A): d -> state marginal
+    entropy = -cp.sum(cp.rel_entr(d, block.T @ block @ d))
+    objectives = scale * mdp.rewards.reshape(K, S * A) @ d
+    cons = [A_flow @ d == b_eq, objectives >= t]
+    if L:
+        cons.append(scale * mdp.costs.reshape(L, S * A) @ d <= limits)
+    problem = cp.Problem(cp.Maximize(t + temperature * scale * entropy), cons)
+    with warnings.catch_warnings():
+        # Tolerances near double precision: Clarabel may stop just short of
+        # them ("optimal_inaccurate"); its answer then still agrees with the
+        # dual iteration's to about 1e-8 (benchmarks/bench_maxmin_morl.py).
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+        problem.solve(
+            solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11
+        )
+    if problem.status not in ("optimal", "optimal_inaccurate") or d.value is None:
+        raise RuntimeError(
+            f"the convex solver did not solve the regularised problem: "
+            f"{problem.status}."
+        )
+    occupancy = np.clip(d.value.reshape(S, A), 0.0, None)
+    occupancy /= occupancy.sum()
+    policy = _policy_from_occupancy(occupancy)
+    stack = mdp.rewards if not L else np.concatenate([mdp.rewards, mdp.costs])
+    values = mdp.evaluate(policy, rewards=stack)
+    weights = np.clip(np.asarray(cons[1].dual_value, dtype=float), 0.0, None)
+    multipliers = (
+        np.clip(np.asarray(cons[2].dual_value, dtype=float), 0.0, None)
+        if L
+        else np.empty(0)
+    )
+    solution = MaxMinSolution(
+        value=float(values[:K].min()),
+        policy=policy,
+        occupancy=occupancy,
+        objective_values=values[:K],
+        constraint_values=values[K:],
+    )
+    return solution, weights / weights.sum(), multipliers
 
 
 # --- random instances ----------------------------------------------------------
@@ -550,9 +640,7 @@ def make_random_momdp(
     Returns
     -------
     mdp : TabularMOMDP
-        The multi-objective MDP.
-    limits : ndarray of shape (n_constraints,) or None
-        Limit of each expected discounted cost (None when
+        The multi-objective MDP, its ``cost_limits`` set (None when
         ``n_constraints == 0``).
 
     References
@@ -564,12 +652,12 @@ def make_random_momdp(
     Examples
     --------
     >>> from sklearn_ext.rl import make_random_momdp, solve_maxmin_lp
-    >>> mdp, limits = make_random_momdp(random_state=0)
-    >>> mdp.rewards.shape, mdp.costs.shape, limits.shape
+    >>> mdp = make_random_momdp(random_state=0)
+    >>> mdp.rewards.shape, mdp.costs.shape, mdp.cost_limits.shape
     ((3, 10, 3), (1, 10, 3), (1,))
     >>> import dataclasses
-    >>> free = dataclasses.replace(mdp, costs=None)
-    >>> bool(solve_maxmin_lp(mdp, limits).value < solve_maxmin_lp(free).value)
+    >>> free = dataclasses.replace(mdp, costs=None, cost_limits=None)
+    >>> bool(solve_maxmin_lp(mdp).value < solve_maxmin_lp(free).value)
     True
     """
     for name, value, low in (
@@ -588,18 +676,19 @@ def make_random_momdp(
     mu = np.full(S, 1.0 / S)
     free = TabularMOMDP(P, R, mu, gamma)
     if n_constraints == 0:
-        return free, None
-    mdp = TabularMOMDP(P, R, mu, gamma, costs=C)
-    least = _least_costs(mdp)
-    free_cost = mdp.evaluate(solve_maxmin_lp(free).policy, rewards=C)
+        return free
+    least = _least_costs(free, C)
+    free_cost = free.evaluate(solve_maxmin_lp(free).policy, rewards=C)
     for share in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
-        limits = least + share * (free_cost - least)
+        mdp = TabularMOMDP(
+            P, R, mu, gamma, costs=C, cost_limits=least + share * (free_cost - least)
+        )
         try:
-            solve_maxmin_lp(mdp, limits)
+            solve_maxmin_lp(mdp)
         except ValueError:
             continue
-        return mdp, limits
-    return mdp, free_cost
+        return mdp
+    return TabularMOMDP(P, R, mu, gamma, costs=C, cost_limits=free_cost)
 
 
 # --- the dual algorithm --------------------------------------------------------
@@ -771,7 +860,6 @@ def step_size(lr, step, schedule):
 
 def maxmin_dual_descent(
     mdp,
-    constraints=None,
     *,
     temperature=0.01,
     lr=5.0,
@@ -780,53 +868,75 @@ def maxmin_dual_descent(
     weights_init=None,
     average=False,
     update_weights=True,
+    evaluation="exact",
+    q_lr=0.3,
+    n_samples=4,
+    random_state=None,
 ):
     r"""Solve the constrained max-min problem by dual descent on the weights.
 
     The Lagrangian :math:`\mathcal{L}(\pi, w, u) = \sum_k w_k J_k(\pi) -
-    \sum_l u_l (J_{c,l}(\pi) - b_l)`, with :math:`w` in the simplex and
-    :math:`u \ge 0`, has the max-min value as its saddle value. Each
-    iteration takes the entropy-regularised best response
-    :math:`\pi_t` = :func:`soft_policy` of the reward :math:`\sum_k w_k r_k -
-    \sum_l u_l c_l` (unique, so the dual function is differentiable), its
-    exact returns :math:`J(\pi_t)` and costs :math:`J_c(\pi_t)`, then a
-    projected gradient step on the dual:
+    \sum_l u_l (J_{c,l}(\pi) - b_l)`, with :math:`w` in the simplex,
+    :math:`u \ge 0` and :math:`b` = ``mdp.cost_limits``, has the max-min
+    value as its saddle value. Each iteration takes the entropy-regularised
+    best response :math:`\pi_t` of the reward :math:`\sum_k w_k r_k -
+    \sum_l u_l c_l`, its returns :math:`J(\pi_t)` and costs
+    :math:`J_c(\pi_t)`, then a projected gradient step on the dual:
     :math:`w \leftarrow \Pi_\Delta(w - \eta_t s J(\pi_t))` and
     :math:`u \leftarrow \max(0, u + \eta_t s (J_c(\pi_t) - b))`
     (:func:`multiplier_step` without its PID terms).
 
+    Two modes (``evaluation``):
+
+    * ``"exact"``: the best response is :func:`soft_policy` (soft policy
+      iteration on the known transitions, warm-started) and the returns are
+      exact linear solves.
+    * ``"sampled"``: model-free, the paper's sampled soft-Q variant. The
+      transitions are only sampled: each iteration draws ``n_samples`` next
+      states for every state-action pair (a generative model) and takes one
+      soft Q-learning step of size ``q_lr / (1 + t / 1000)`` towards
+      :math:`r_{w,u}(s,a) + \gamma\,\tau \log \sum_{a'} e^{Q(s',a')/\tau}`;
+      the policy is :math:`\mathrm{softmax}(Q/\tau)`; one TD(0) step on the
+      same samples updates a Q-table per objective and per cost of that
+      policy, whose values at the initial distribution are the dual
+      gradient. The returned policy is the state-wise average of the last
+      half of the iterates' policies (the last iterate carries the
+      sampling noise). The exact values reported in the traces are
+      computed for the record only; the iteration never reads the
+      transition table.
+
     The gradients are scaled by :math:`s = (1 - \gamma) / \max(\max|r|,
     \max|c|)`, which maps every discounted return into [-1, 1], so that
     ``lr`` does not depend on the scale of the rewards or on the horizon.
-    The entropy regularisation biases the answer by at most
-    ``temperature * log(n_actions) / (1 - gamma)``.
 
-    The last iterate converges to the regularised optimum: with constant
-    steps below the stability limit, the measured gap falls geometrically
-    (``exp(-c t)``); with ``lr / sqrt(t + 1)`` steps, as ``exp(-c sqrt(t))``
-    once the step is below that limit (large early steps cycle first, then
-    settle). On ten random instances of :func:`make_random_momdp`
-    (``benchmarks/bench_maxmin_morl.py``), the defaults come within 0.01 of
-    the LP value after 7 to 187 iterations, and within 0.0004 to 0.007 after
-    the default 2000.
+    What is proven and what is measured. The regularised best response is
+    unique, so the dual function (the regularised optimum of the
+    Lagrangian) is convex and differentiable, and by strong duality its
+    minimum is the regularised max-min value
+    :math:`\max_\pi \min_k J_k(\pi) + \tau H(\pi)` under the limits
+    (:math:`H` the discounted causal entropy). That optimum's worst
+    objective lies within ``temperature * log(n_actions) / (1 - gamma)``
+    below the LP value (proven: :math:`H \le \log|A|/(1-\gamma)`). Projected
+    gradient descent with steps :math:`\propto 1/\sqrt{t}` converges in
+    dual value by the standard subgradient argument; no rate for the last
+    iterate is proven here (the paper states a linear rate for its
+    iteration). The rate is measured instead:
+    ``benchmarks/bench_maxmin_morl.py`` compares the iterates with the
+    regularised optimum computed by an independent convex solver
+    (:func:`solve_regularised_maxmin`, interior point on the occupancy
+    measure) and fits the decay of the gap.
 
     Parameters
     ----------
     mdp : TabularMOMDP
-        The multi-objective MDP.
-    constraints : array-like of shape (n_constraints,), default=None
-        Limit of each expected discounted cost; required when ``mdp`` has
-        costs, and only then.
+        The multi-objective MDP, with its cost limits (if any).
     temperature : float, default=0.01
         Entropy weight of the best response, positive.
     lr : float, default=5.0
         Dual step size (on the scaled gradients), positive. With the
         ``"constant"`` schedule, steps above a stability limit, which
         depends on the instance and shrinks with the temperature, make the
-        iterates cycle instead of converging (with ``lr=0.2`` the
-        benchmark's constant-step runs converge on all its instances at the
-        default temperature: their fitted log-log rate is at most
-        :claim:`maxmin_morl_tabular.rate_constant_max`).
+        iterates cycle instead of converging.
     n_iter : int, default=2000
         Iterations.
     schedule : {"sqrt_inverse", "constant"}, default="sqrt_inverse"
@@ -835,50 +945,69 @@ def maxmin_dual_descent(
         Initial objective weights (non-negative, normalised to sum to one);
         uniform by default. The multipliers start at zero.
     average : bool, default=False
-        Return the policy of the running average of the best responses'
-        occupancy measures instead of the last best response. Meant for
-        constant steps too large to converge, where the last iterate cycles;
-        the average is then often, not always, near the optimum, and it
-        carries the early, far-from-optimal iterates.
+        Exact mode: return the policy of the running average of the best
+        responses' occupancy measures instead of the last best response,
+        meant for constant steps too large to converge.
     update_weights : bool, default=True
         False keeps the objective weights at ``weights_init``: the
         constrained linear scalarisation (utilitarian) baseline, with the
         same best response and multipliers.
+    evaluation : {"exact", "sampled"}, default="exact"
+        Exact soft policy iteration, or the model-free sampled soft-Q mode.
+    q_lr : float, default=0.3
+        Sampled mode: initial step size of the soft Q-learning and TD
+        steps, in (0, 1]; iteration ``t`` uses ``q_lr / (1 + t / 1000)``.
+    n_samples : int, default=4
+        Sampled mode: next states drawn per state-action pair and iteration.
+    random_state : int, RandomState instance or None, default=None
+        Sampled mode: seeds the draws.
 
     Returns
     -------
     result : DualDescentResult
-        The final policy, its returns and costs, and the per-iteration
-        traces (worst objective, violation, weights, multipliers).
+        The final policy, its exact returns and costs, and the
+        per-iteration traces (worst objective, violation, weights,
+        multipliers) of the iterates.
 
     References
     ----------
     .. [1] G. Park, H. Nam, W. Byeon, A. Leshem, Y. Sung, "Constrained
        Multi-Objective Reinforcement Learning with Max-Min Criterion",
        ICML 2026.
+    .. [2] G. Park, W. Byeon, S. Kim, E. Havakuk, A. Leshem, Y. Sung, "The
+       Max-Min Formulation of Multi-Objective Reinforcement Learning: From
+       Theory to a Model-Free Algorithm", ICML 2024.
 
     Examples
     --------
     >>> from sklearn_ext.rl._maxmin import (
     ...     make_random_momdp, maxmin_dual_descent, solve_maxmin_lp)
-    >>> mdp, limits = make_random_momdp(random_state=0)
-    >>> res = maxmin_dual_descent(mdp, limits)
-    >>> lp = solve_maxmin_lp(mdp, limits)
+    >>> mdp = make_random_momdp(random_state=0)
+    >>> res = maxmin_dual_descent(mdp)
+    >>> lp = solve_maxmin_lp(mdp)
     >>> bool(abs(res.value - lp.value) < 0.01), bool(res.violation[-1] < 0.01)
     (True, True)
     """
     _check_momdp(mdp)
-    limits = _check_limits(mdp, constraints)
+    limits = _check_limits(mdp)
     if limits is not None:
         # Infeasible limits make the multipliers grow without bound: the LP
         # detects them (jointly, not only one constraint at a time) and
         # raises the error that names each constraint's least cost.
-        solve_maxmin_lp(mdp, limits)
+        solve_maxmin_lp(mdp)
     _check_temperature(temperature)
-    if isinstance(lr, bool) or not isinstance(lr, Real) or not 0 < lr < np.inf:
-        raise ValueError(f"lr must be a positive float; got {lr!r}.")
-    if isinstance(n_iter, bool) or not isinstance(n_iter, Integral) or n_iter < 1:
-        raise ValueError(f"n_iter must be a positive integer; got {n_iter!r}.")
+    for name, value in (("lr", lr), ("q_lr", q_lr)):
+        if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value:
+            raise ValueError(f"{name} must be a positive float; got {value!r}.")
+    if q_lr > 1:
+        raise ValueError(f"q_lr must lie in (0, 1]; got {q_lr!r}.")
+    for name, value in (("n_iter", n_iter), ("n_samples", n_samples)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+    if evaluation not in ("exact", "sampled"):
+        raise ValueError(
+            f"evaluation must be 'exact' or 'sampled'; got {evaluation!r}."
+        )
     step_size(lr, 0, schedule)  # checks the schedule
     S, A, K, L = mdp.n_states, mdp.n_actions, mdp.n_objectives, mdp.n_constraints
     if weights_init is None:
@@ -896,6 +1025,13 @@ def maxmin_dual_descent(
     b = limits if L else np.zeros(0)
     stack = np.concatenate([R, C])  # (K + L, S, A)
     scale = (1.0 - mdp.gamma) / max(np.abs(stack).max(), 1e-12)
+    sampled = evaluation == "sampled"
+    if sampled:
+        rng = check_random_state(random_state)
+        cum_P = np.cumsum(mdp.transitions, axis=2)
+        Q = np.zeros((S, A))
+        G = np.zeros((S, A, K + L))
+        pi_sum = np.zeros((S, A))
     pid = {"integral": np.zeros(L), "previous": np.zeros(L)}
     u = np.zeros(L)
     pi = np.full((S, A), 1.0 / A)
@@ -905,21 +1041,33 @@ def maxmin_dual_descent(
     for t in range(n_iter):
         weights[t], multipliers[t] = w, u
         reward = np.einsum("k,ksa->sa", w, R) - np.einsum("l,lsa->sa", u, C)
-        pi = _soft_iteration(mdp, reward, temperature, pi)  # warm start
+        if sampled:
+            alpha = q_lr / (1.0 + t / 1000.0)
+            pi, grad = _sampled_step(
+                mdp, reward, stack, temperature, Q, G, cum_P, rng, alpha, n_samples
+            )
+            if t >= n_iter // 2:
+                pi_sum += pi
+        else:
+            pi = _soft_iteration(mdp, reward, temperature, pi)  # warm start
         # The exact values of every table (mdp.evaluate without its checks).
-        Q = _q_values(mdp._base, pi, stack)
-        values = np.einsum("s,sa,sam->m", mdp.initial, pi, Q)
-        J, Jc = values[:K], values[K:]
-        worst[t] = J.min()
-        violation[t] = max(0.0, (Jc - b).max()) if L else 0.0
-        if average:
+        Q_exact = _q_values(mdp, pi, stack)
+        values = np.einsum("s,sa,sam->m", mdp.initial, pi, Q_exact)
+        if not sampled:
+            grad = values
+        J, Jc = grad[:K], grad[K:]
+        worst[t] = values[:K].min()
+        violation[t] = max(0.0, (values[K:] - b).max()) if L else 0.0
+        if average and not sampled:
             occupancy_sum += _occupancy(mdp, pi)
         eta = step_size(lr, t, schedule)
         if update_weights:
             w = _project_simplex(w - eta * scale * J)
         if L:
             u = multiplier_step(scale * (Jc - b), pid, lr=eta, kp=0.0, kd=0.0)
-    if average:
+    if sampled:
+        pi = pi_sum / pi_sum.sum(axis=1, keepdims=True)
+    elif average:
         pi = _policy_from_occupancy(occupancy_sum / n_iter)
     values = mdp.evaluate(pi, rewards=stack)
     return DualDescentResult(
@@ -931,6 +1079,27 @@ def maxmin_dual_descent(
         weights=weights,
         multipliers=multipliers,
     )
+
+
+def _sampled_step(mdp, reward, stack, tau, Q, G, cum_P, rng, lr, n_samples):
+    """One model-free step: soft Q-learning and TD evaluation on sampled moves.
+
+    Updates ``Q`` (the soft Q-table of ``reward``) and ``G`` (the Q-tables of
+    the policy for every table of ``stack``) in place from ``n_samples``
+    next states per state-action pair; returns the softmax policy and the
+    estimated values of ``stack`` at the initial distribution.
+    """
+    S, A = reward.shape
+    g = mdp.gamma
+    draws = rng.random_sample((n_samples, S, A, 1))
+    nxt = np.minimum((draws > cum_P[None]).sum(axis=-1), S - 1)  # (n, S, A)
+    soft_v = tau * logsumexp(Q / tau, axis=1)  # (S,)
+    Q += lr * (reward + g * soft_v[nxt].mean(axis=0) - Q)
+    pi = np.exp((Q - tau * logsumexp(Q / tau, axis=1, keepdims=True)) / tau)
+    pi /= pi.sum(axis=1, keepdims=True)
+    V = np.einsum("sa,sam->sm", pi, G)  # (S, m)
+    G += lr * (np.moveaxis(stack, 0, -1) + g * V[nxt].mean(axis=0) - G)
+    return pi, np.einsum("s,sa,sam->m", mdp.initial, pi, G)
 
 
 def _occupancy(mdp, pi):

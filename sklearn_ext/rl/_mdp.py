@@ -79,7 +79,7 @@ class TabularMDP:
 
     def __post_init__(self):
         P = _as_array("transitions", self.transitions, 3)
-        R = _as_array("rewards", self.rewards, 2)
+        R = _as_array("rewards", self.rewards, self._reward_ndim)
         mu = _as_array("initial", self.initial, 1)
         S, A, S2 = P.shape
         if S2 != S:
@@ -87,8 +87,7 @@ class TabularMDP:
                 f"transitions must have shape (n_states, n_actions, n_states); "
                 f"got {P.shape}."
             )
-        if R.shape != (S, A):
-            raise ValueError(f"rewards must have shape {(S, A)}; got {R.shape}.")
+        self._check_reward_shape(R.shape, S, A)
         if mu.shape != (S,):
             raise ValueError(f"initial must have shape {(S,)}; got {mu.shape}.")
         if (P < 0).any() or not np.allclose(P.sum(axis=2), 1.0, atol=1e-8):
@@ -103,6 +102,14 @@ class TabularMDP:
         object.__setattr__(self, "transitions", P)
         object.__setattr__(self, "rewards", R)
         object.__setattr__(self, "initial", mu)
+
+    # The reward table's dimension: (n_states, n_actions) here, one more
+    # leading axis (objectives) in TabularMOMDP.
+    _reward_ndim = 2
+
+    def _check_reward_shape(self, shape, S, A):
+        if shape != (S, A):
+            raise ValueError(f"rewards must have shape {(S, A)}; got {shape}.")
 
     @property
     def n_states(self):
@@ -267,10 +274,19 @@ class TabularCMDP(TabularMDP):
     costs: np.ndarray = None
     cost_limits: np.ndarray = None
 
+    # TabularMOMDP allows no costs at all (unconstrained max-min); a
+    # TabularCMDP needs both.
+    _costs_optional = False
+
     def __post_init__(self):
         super().__post_init__()
+        if self.costs is None and self.cost_limits is None and self._costs_optional:
+            return
         if self.costs is None or self.cost_limits is None:
-            raise ValueError("a TabularCMDP needs costs and cost_limits.")
+            raise ValueError(
+                f"a {type(self).__name__} needs costs and cost_limits together"
+                + (" (or neither)." if self._costs_optional else ".")
+            )
         C = _as_array("costs", self.costs, 3)
         L = _as_array("cost_limits", self.cost_limits, 1)
         if C.shape[1:] != (self.n_states, self.n_actions):
