@@ -345,12 +345,17 @@ def check_agent_on_gpu(
     return row
 
 
-def _agent_timing_params():
-    """Wider networks and more episodes per update (fewer in a dry run)."""
+def _agent_timing_params(episode_steps):
+    """Wider networks and more episodes per update (fewer in a dry run).
+
+    Two updates: ``total_timesteps`` is two batches of episodes of
+    ``episode_steps`` steps.
+    """
+    n_episodes = max(2, int(16 * TIMING_SHARE))
     return {
         "hidden": 256,
-        "n_updates": 2,
-        "n_episodes_per_update": max(2, int(16 * TIMING_SHARE)),
+        "total_timesteps": 2 * n_episodes * episode_steps,
+        "n_episodes_per_update": n_episodes,
     }
 
 
@@ -358,7 +363,7 @@ def check_lagrangian_on_gpu(critic):
     from sklearn_ext.rl import DistributionGridEnv, LagrangianActorCritic
 
     def make(device, **params):
-        settings = {"n_updates": 5, "random_state": 0, **params}
+        settings = {"total_timesteps": 5 * 8 * 48, "random_state": 0, **params}
         return LagrangianActorCritic(
             critic=critic, cost_limits=[2.0, 4.0], device=device, **settings
         )
@@ -369,7 +374,7 @@ def check_lagrangian_on_gpu(critic):
         make,
         DistributionGridEnv,
         obs,
-        _agent_timing_params(),
+        _agent_timing_params(48),
     )
 
 
@@ -379,9 +384,10 @@ def check_maxmin_on_gpu():
     env = BuildingThermalEnv()
 
     def make(device, **params):
-        settings = {"n_updates": 5, "random_state": 0, **params}
+        settings = {"total_timesteps": 5 * 8 * env.horizon, "random_state": 0,
+                    **params}  # fmt: skip
         return ConstrainedMaxMinMORL(
-            constraints=[290.0], max_episode_steps=env.horizon, device=device,
+            cost_limits=[290.0], max_episode_steps=env.horizon, device=device,
             **settings,
         )  # fmt: skip
 
@@ -391,7 +397,7 @@ def check_maxmin_on_gpu():
         make,
         BuildingThermalEnv,
         obs,
-        _agent_timing_params(),
+        _agent_timing_params(env.horizon),
     )
 
 

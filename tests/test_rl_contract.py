@@ -9,6 +9,8 @@ a table of bad inputs. (KRQuantileRegressor, a regressor of tables, goes through
 scikit-learn's checks in tests/test_common.py.)
 """
 
+import dataclasses
+
 import numpy as np
 from contract_checks import Bad, cases_of, contract_tests
 
@@ -19,6 +21,7 @@ from sklearn_ext.rl import (
     MultiTaskGuarantee,
     TabularCMDP,
     TabularLagrangian,
+    TabularMaxMinMORL,
     TabularQLearning,
     make_random_cmdp,
     make_random_momdp,
@@ -371,17 +374,16 @@ ACTOR_CRITIC = cases_of(
 
 
 def _momdp():
-    return make_random_momdp(random_state=0)[0]
+    return make_random_momdp(random_state=0)
 
 
 S10 = np.arange(10)
 
-MAX_MIN = cases_of(
-    ConstrainedMaxMinMORL,
+TABULAR_MAX_MIN = cases_of(
+    TabularMaxMinMORL,
     fit_input=lambda: ((_momdp(),), {}),
     calls=lambda: [
         ("predict", (S10,)),
-        ("sample", (S10, 0)),
         ("weights_", None),
         ("worst_objective_", None),
     ],
@@ -391,28 +393,13 @@ MAX_MIN = cases_of(
             "not-an-mdp",
             _args(np.zeros((3, 3))),
             TypeError,
-            r"takes a TabularMOMDP or a gymnasium environment",
+            r"takes a TabularMOMDP",
         ),
         Bad(
-            "softmin-on-a-table",
-            lambda: ((_momdp(),), {}),
+            "limits-negative",
+            lambda: ((dataclasses.replace(_momdp(), cost_limits=[-1.0]),), {}),
             ValueError,
-            r"weights_update='softmin' needs an environment",
-            params={"weights_update": "softmin"},
-        ),
-        Bad(
-            "limits-count",
-            lambda: ((_momdp(),), {}),
-            ValueError,
-            r"one limit per cost table \(1\); got 3",
-            params={"constraints": [1.0, 2.0, 3.0]},
-        ),
-        Bad(
-            "limits-nan",
-            lambda: ((_momdp(),), {}),
-            ValueError,
-            r"constraints contains NaN",
-            params={"constraints": [np.nan]},
+            r"cost_limits\[0\] = -1 is negative",
         ),
         Bad(
             "weights-count",
@@ -440,7 +427,61 @@ MAX_MIN = cases_of(
             _args(np.array([10])),
             ValueError,
             r"must lie in \[0, 10\)",
-            method="sample",
+            method="predict",
+        ),
+    ),
+)
+
+
+def _thermal():
+    from sklearn_ext.rl import BuildingThermalEnv
+
+    return BuildingThermalEnv()
+
+
+def _thermal_calls():
+    env = _thermal()
+    obs = np.stack([env.reset(seed=s)[0] for s in range(3)])
+    return [
+        ("predict", (obs,)),
+        ("weights_", None),
+        ("multipliers_", None),
+    ]
+
+
+MAX_MIN = cases_of(
+    ConstrainedMaxMinMORL,
+    fit_input=lambda: ((_thermal(),), {}),
+    calls=_thermal_calls,
+    alt_params={"weights_lr": 0.1},
+    needs=("gymnasium",),
+    bad=(
+        Bad(
+            "not-an-environment",
+            lambda: ((_momdp(),), {}),
+            TypeError,
+            r"takes a gymnasium environment with a vector reward",
+        ),
+        Bad(
+            "limits-count",
+            lambda: ((_thermal(),), {}),
+            ValueError,
+            r"cost_limits has 2 entries; the environment reports 1",
+            params={"cost_limits": [1.0, 2.0]},
+        ),
+        Bad(
+            "limits-nan",
+            lambda: ((_thermal(),), {}),
+            ValueError,
+            r"cost_limits must be a 1-D list of finite numbers",
+            params={"cost_limits": [np.nan]},
+        ),
+        Bad(
+            "weights-count",
+            lambda: ((_thermal(),), {}),
+            ValueError,
+            r"weights has 2 entries; there are 3 objectives",
+            params={"weights": [0.5, 0.5]},
         ),
     ),
 )
@@ -502,6 +543,7 @@ CASES = [
     *MO_QUANTILE,
     *ACTOR_CRITIC,
     *MAX_MIN,
+    *TABULAR_MAX_MIN,
     *TABULAR_LAGRANGIAN,
 ]
 
