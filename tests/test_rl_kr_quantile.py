@@ -430,3 +430,48 @@ def test_agent_names_bad_environment_rewards(reward, match):
     agent = MOQuantileAgent(total_timesteps=6, n_episodes_per_round=1, **_SMALL)
     with pytest.raises(ValueError, match=match):
         agent.fit(_TwoObjectiveChain(reward))
+
+
+# --- quantiles do not cross ------------------------------------------------------
+
+
+def test_rearrangement_sorts_a_quantile_function_and_keeps_a_monotone_one():
+    import torch
+
+    from sklearn_ext.rl._kr_quantile_nn import rearrange, rearrangement_grid
+
+    levels, mass = rearrangement_grid()
+    assert float(mass.sum()) == pytest.approx(1.0)
+    tau = torch.tensor([[0.05, 0.3], [0.5, 0.9]], dtype=torch.float64)
+    exact = torch.as_tensor(norm.ppf(levels.numpy()))
+    # A monotone function (the normal quantile) is read back at tau.
+    values = exact[None, :, None].expand(2, -1, 2)
+    got = rearrange(values, mass, tau).numpy()
+    np.testing.assert_allclose(got, norm.ppf(tau.numpy()), atol=0.02)
+    # Shuffled along the levels, the same values give the same function.
+    perm = torch.randperm(len(levels), generator=torch.Generator().manual_seed(0))
+    shuffled = rearrange(values[:, perm], mass[perm], tau).numpy()
+    np.testing.assert_allclose(shuffled, got)
+
+
+@pytest.mark.parametrize("ordering", ["transformer", "fixed"])
+def test_predicted_quantiles_do_not_cross_where_the_network_does(ordering):
+    X, Y = _gaussian(300, np.random.default_rng(4))
+    model = KRQuantileRegressor(
+        ordering=ordering, max_iter=5, hidden=16, random_state=0, device="cpu"
+    ).fit(X, Y)
+    Xt = np.array([[-0.8], [0.0], [0.6]])
+    lv = np.linspace(0.02, 0.98, 15)
+    taus = np.array([[a, b] for a in lv for b in lv])
+    q = model.predict_quantiles(Xt, taus).reshape(3, 15, 15, 2)
+    raw = model._kr_map(model._check_X(Xt), taus, monotone=False).reshape(q.shape)
+    # The untrained network's quantile functions cross...
+    assert (np.diff(raw[:, :, 0, 0], axis=1) < 0).any()
+    assert (np.diff(raw[..., 1], axis=2) < 0).any()
+    # ...the predicted ones do not: y1 in its level, y2 in its level given y1.
+    assert (np.diff(q[:, :, 0, 0], axis=1) >= -1e-9).all()
+    assert (np.diff(q[..., 1], axis=2) >= -1e-9).all()
+    # The median is the rearranged map at (0.5, 0.5).
+    np.testing.assert_allclose(
+        model.predict(Xt), model.predict_quantiles(Xt, [[0.5, 0.5]])[:, 0]
+    )
