@@ -84,12 +84,12 @@ def test_transformer_kr_cvar_does_not_depend_on_the_output_order():
     # one order inherits the gap; the transformer, trained on every order and
     # averaging over them, does not.
     rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, (1500, 1))
-    z = rng.normal(size=(1500, 2))
+    X = rng.uniform(-1, 1, (1000, 1))
+    z = rng.normal(size=(1000, 2))
     Y = np.column_stack([z[:, 0], 3 * (0.9 * z[:, 0] + 0.436 * z[:, 1])])
     gaps = {}
     for ordering in ("transformer", "fixed"):
-        model = KRQuantileRegressor(ordering=ordering, max_iter=100, random_state=0)
+        model = KRQuantileRegressor(ordering=ordering, max_iter=60, random_state=0)
         risks = [
             clone(model).fit(X, Yo).vector_risk([[0.0]], "kr_cvar", 0.1)[0]
             for Yo in (Y, Y[:, ::-1])
@@ -236,7 +236,7 @@ def _bandit(n=600, shift=0.2, seed=0):
 def test_joint_cvar_agent_picks_the_diversified_arm_and_marginals_cannot():
     """Arm 0: (x, x) + 0.2; arm 1: (x, x'). Exact CVaR_0.25: -1.07 vs -0.90."""
     data = _bandit()
-    params = {"alpha": 0.25, "max_iter": 1, "n_epochs": 30, "random_state": 0}
+    params = {"alpha": 0.25, "max_iter": 1, "n_epochs": 12, "random_state": 0}
     kr = MOQuantileAgent(**params).fit(data)
     independent = MOQuantileAgent(critic="independent", **params).fit(data)
     neutral = MOQuantileAgent(risk="expectation", **params).fit(data)
