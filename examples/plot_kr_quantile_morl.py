@@ -73,9 +73,9 @@ plt.show()
 # the mean reward is -1.07 for arm 0 and -0.90 for arm 1 (exact).
 data, truth = copula_bandit(600, random_state=0)
 agents = {
-    "KR critics": MOQuantileAgent(alpha=0.25, n_rounds=1, n_epochs=30, random_state=0),
+    "KR critics": MOQuantileAgent(alpha=0.25, max_iter=1, n_epochs=30, random_state=0),
     "per-objective critics": MOQuantileAgent(
-        critic="independent", alpha=0.25, n_rounds=1, n_epochs=30, random_state=0
+        critic="independent", alpha=0.25, max_iter=1, n_epochs=30, random_state=0
     ),
 }
 fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -84,12 +84,12 @@ def test_transformer_kr_cvar_does_not_depend_on_the_output_order():
     # one order inherits the gap; the transformer, trained on every order and
     # averaging over them, does not.
     rng = np.random.default_rng(0)
-    X = rng.uniform(-1, 1, (1500, 1))
-    z = rng.normal(size=(1500, 2))
+    X = rng.uniform(-1, 1, (1000, 1))
+    z = rng.normal(size=(1000, 2))
     Y = np.column_stack([z[:, 0], 3 * (0.9 * z[:, 0] + 0.436 * z[:, 1])])
     gaps = {}
     for ordering in ("transformer", "fixed"):
-        model = KRQuantileRegressor(ordering=ordering, max_iter=100, random_state=0)
+        model = KRQuantileRegressor(ordering=ordering, max_iter=60, random_state=0)
         risks = [
             clone(model).fit(X, Yo).vector_risk([[0.0]], "kr_cvar", 0.1)[0]
             for Yo in (Y, Y[:, ::-1])
@@ -236,7 +236,7 @@ def _bandit(n=600, shift=0.2, seed=0):
 def test_joint_cvar_agent_picks_the_diversified_arm_and_marginals_cannot():
     """Arm 0: (x, x) + 0.2; arm 1: (x, x'). Exact CVaR_0.25: -1.07 vs -0.90."""
     data = _bandit()
-    params = {"alpha": 0.25, "n_rounds": 1, "n_epochs": 30, "random_state": 0}
+    params = {"alpha": 0.25, "max_iter": 1, "n_epochs": 12, "random_state": 0}
     kr = MOQuantileAgent(**params).fit(data)
     independent = MOQuantileAgent(critic="independent", **params).fit(data)
     neutral = MOQuantileAgent(risk="expectation", **params).fit(data)
@@ -273,7 +273,7 @@ def test_truncation_lowers_the_bootstrapped_value():
             drop_top=drop,
             n_quantiles=8,
             gamma=0.99,
-            n_rounds=3,
+            max_iter=3,
             n_epochs=5,
             ordering="fixed",
             random_state=0,
@@ -287,7 +287,7 @@ def test_online_training_on_a_vector_reward_environment():
     mo_gym = pytest.importorskip("mo_gymnasium")
     env = mo_gym.make("fishwood-v0")
     agent = MOQuantileAgent(
-        n_rounds=2,
+        total_timesteps=150,
         n_episodes_per_round=3,
         max_episode_steps=30,
         hidden=16,
@@ -295,7 +295,11 @@ def test_online_training_on_a_vector_reward_environment():
         ordering="fixed",
         random_state=0,
     ).fit(env)
+    # Fishwood's episodes run to the cap: 90 steps a round, so 2 rounds reach
+    # the 150-step budget.
     assert agent.training_returns_.shape == (6, 2)
+    assert agent.n_timesteps_ == 180
+    np.testing.assert_array_equal(agent.training_timesteps_, [90] * 3 + [180] * 3)
     assert set(agent.predict(np.array([[0], [1]]))) <= {0, 1}
     assert agent.n_iter_ == 2 and len(agent.loss_curve_) == 2
 
@@ -313,7 +317,7 @@ def test_lockstep_episodes_returns_vector_returns():
 
 
 def test_agent_contract_clone_pickle_params():
-    agent = MOQuantileAgent(n_rounds=1, n_epochs=2, hidden=8, random_state=0)
+    agent = MOQuantileAgent(max_iter=1, n_epochs=2, hidden=8, random_state=0)
     check_param_validation("MOQuantileAgent", agent)
     data = _bandit(n=100)
     fitted = clone(agent).fit(data)
@@ -355,10 +359,119 @@ def _without(key):
 )
 def test_agent_bad_fit_input_is_named(data, error, match):
     with pytest.raises(error, match=match):
-        MOQuantileAgent(n_rounds=1, n_epochs=1).fit(data)
+        MOQuantileAgent(max_iter=1, n_epochs=1).fit(data)
 
 
 def test_agent_refuses_a_scalar_reward_environment():
     gym = pytest.importorskip("gymnasium")
     with pytest.raises(ValueError, match="vector rewards"):
-        MOQuantileAgent(n_rounds=1).fit(gym.make("FrozenLake-v1"))
+        MOQuantileAgent(max_iter=1).fit(gym.make("FrozenLake-v1"))
+
+
+class _TwoObjectiveChain:
+    """A tiny vector-reward environment: 3 steps, 2 actions, a chosen reward."""
+
+    def __init__(self, reward=lambda t: np.array([1.0, -1.0])):
+        import gymnasium as gym
+
+        self.action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.spaces.Discrete(3)
+        self.reward_space = gym.spaces.Box(-np.inf, np.inf, (2,))
+        self.reward = reward
+        self.t = 0
+
+    def reset(self, seed=None, options=None):
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        r = self.reward(self.t) * (1 + action)
+        self.t += 1
+        return self.t % 3, r, self.t >= 3, False, {}
+
+
+_SMALL = {"hidden": 8, "embedding_dim": 4, "n_quantiles": 4, "n_epochs": 1}
+
+
+def test_agent_family_interface_on_a_list_of_environments():
+    pytest.importorskip("gymnasium")
+    from sklearn.model_selection import GridSearchCV
+
+    envs = [_TwoObjectiveChain(), _TwoObjectiveChain()]
+    agent = MOQuantileAgent(
+        total_timesteps=20, n_episodes_per_round=2, random_state=0, **_SMALL
+    )
+    fitted = clone(agent).fit(envs)
+    # Rounds of 2 episodes of 3 steps until 20 steps: 4 rounds, 24 steps.
+    assert fitted.n_timesteps_ == 24 and fitted.n_iter_ == 4
+    assert fitted.training_returns_.shape == (8, 2)
+    obs = np.zeros(200, dtype=int)
+    np.testing.assert_array_equal(
+        fitted.predict(obs), fitted.predict(obs, deterministic=True)
+    )
+    # The stochastic policy explores at epsilon / 20 with the fit's generator.
+    draws = [clone(agent).fit(envs).predict(obs, deterministic=False) for _ in "ab"]
+    np.testing.assert_array_equal(draws[0], draws[1])
+    assert 0 < np.mean(draws[0] != fitted.predict(obs)) < 0.2
+    assert isinstance(fitted.score(envs, n_episodes=4), float)
+    search = GridSearchCV(agent, {"alpha": [0.25, 0.5]}, cv=2).fit(envs * 2)
+    assert search.best_params_["alpha"] in (0.25, 0.5)
+
+
+@pytest.mark.parametrize(
+    "reward, match",
+    [
+        (lambda t: np.ones(2) if t < 2 else np.ones(3), "changed shape"),
+        (lambda t: np.array([1.0, np.nan]), "non-finite rewards"),
+    ],
+)
+def test_agent_names_bad_environment_rewards(reward, match):
+    pytest.importorskip("gymnasium")
+    agent = MOQuantileAgent(total_timesteps=6, n_episodes_per_round=1, **_SMALL)
+    with pytest.raises(ValueError, match=match):
+        agent.fit(_TwoObjectiveChain(reward))
+
+
+# --- quantiles do not cross ------------------------------------------------------
+
+
+def test_rearrangement_sorts_a_quantile_function_and_keeps_a_monotone_one():
+    import torch
+
+    from sklearn_ext.rl._kr_quantile_nn import rearrange, rearrangement_grid
+
+    levels, mass = rearrangement_grid()
+    assert float(mass.sum()) == pytest.approx(1.0)
+    tau = torch.tensor([[0.05, 0.3], [0.5, 0.9]], dtype=torch.float64)
+    exact = torch.as_tensor(norm.ppf(levels.numpy()))
+    # A monotone function (the normal quantile) is read back at tau.
+    values = exact[None, :, None].expand(2, -1, 2)
+    got = rearrange(values, mass, tau).numpy()
+    np.testing.assert_allclose(got, norm.ppf(tau.numpy()), atol=0.02)
+    # Shuffled along the levels, the same values give the same function.
+    perm = torch.randperm(len(levels), generator=torch.Generator().manual_seed(0))
+    shuffled = rearrange(values[:, perm], mass[perm], tau).numpy()
+    np.testing.assert_allclose(shuffled, got)
+
+
+@pytest.mark.parametrize("ordering", ["transformer", "fixed"])
+def test_predicted_quantiles_do_not_cross_where_the_network_does(ordering):
+    X, Y = _gaussian(300, np.random.default_rng(4))
+    model = KRQuantileRegressor(
+        ordering=ordering, max_iter=5, hidden=16, random_state=0, device="cpu"
+    ).fit(X, Y)
+    Xt = np.array([[-0.8], [0.0], [0.6]])
+    lv = np.linspace(0.02, 0.98, 15)
+    taus = np.array([[a, b] for a in lv for b in lv])
+    q = model.predict_quantiles(Xt, taus).reshape(3, 15, 15, 2)
+    raw = model._kr_map(model._check_X(Xt), taus, monotone=False).reshape(q.shape)
+    # The untrained network's quantile functions cross...
+    assert (np.diff(raw[:, :, 0, 0], axis=1) < 0).any()
+    assert (np.diff(raw[..., 1], axis=2) < 0).any()
+    # ...the predicted ones do not: y1 in its level, y2 in its level given y1.
+    assert (np.diff(q[:, :, 0, 0], axis=1) >= -1e-9).all()
+    assert (np.diff(q[..., 1], axis=2) >= -1e-9).all()
+    # The median is the rearranged map at (0.5, 0.5).
+    np.testing.assert_allclose(
+        model.predict(Xt), model.predict_quantiles(Xt, [[0.5, 0.5]])[:, 0]
+    )

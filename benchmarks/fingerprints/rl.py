@@ -103,7 +103,7 @@ def kr_morl():
     }
     for params in ({}, {"critic": "independent"}, {"risk": "expectation"}):
         agent = MOQuantileAgent(
-            alpha=0.25, n_rounds=1, n_epochs=3, random_state=0, device="cpu", **params
+            alpha=0.25, max_iter=1, n_epochs=3, random_state=0, device="cpu", **params
         ).fit(data)
         out += [agent.predict([0]), agent.loss_curve_]
     try:
@@ -112,7 +112,7 @@ def kr_morl():
         return _concat(*out)
     agent = MOQuantileAgent(
         weights=[0.92, 0.08],
-        n_rounds=2,
+        total_timesteps=120,
         n_episodes_per_round=2,
         n_epochs=1,
         max_episode_steps=30,

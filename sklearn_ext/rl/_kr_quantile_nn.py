@@ -24,7 +24,53 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["KRQuantileNet", "cycled_ranks", "quantile_huber_loss", "random_ranks"]
+__all__ = [
+    "KRQuantileNet",
+    "cycled_ranks",
+    "quantile_huber_loss",
+    "random_ranks",
+    "rearrangement_grid",
+]
+
+
+def rearrangement_grid(n_grid=48, z_max=4.75):
+    """Levels and cell masses of the grid on which quantiles are rearranged.
+
+    ``n_grid`` levels ``Phi(z)`` for ``z`` evenly spaced on
+    ``[-z_max, z_max]`` (dense in the tails, from about 1e-6 to 1 - 1e-6),
+    each carrying the probability of its cell (cells split halfway between
+    neighbouring ``z``; the masses sum to 1).
+    """
+    from scipy.stats import norm
+
+    z = torch.linspace(-z_max, z_max, n_grid, dtype=torch.float64)
+    levels = torch.as_tensor(norm.cdf(z.numpy()))
+    cuts = torch.as_tensor(norm.cdf(((z[1:] + z[:-1]) / 2).numpy()))
+    edges = torch.cat([torch.zeros(1, dtype=torch.float64), cuts, torch.ones(1)])
+    return levels, edges.diff()
+
+
+def rearrange(values, mass, tau):
+    """Monotone rearrangement of quantile values, read at the levels ``tau``.
+
+    ``values`` (b, G, d): a quantile function of each row and output at the
+    grid levels whose cells carry ``mass`` (G,). Sorting the values gives the
+    increasing quantile function of the same law (Chernozhukov, Fernandez-Val
+    and Galichon 2010): the k-th smallest value sits at the middle of the
+    cumulative mass of the k smallest. It is read at ``tau`` (b, d) by linear
+    interpolation, flat beyond the extreme grid levels. Returns (b, d).
+    """
+    ordered, order = values.sort(dim=1)
+    m = mass.to(values)[order]  # (b, G, d)
+    mid = (m.cumsum(dim=1) - 0.5 * m).transpose(1, 2).contiguous()  # (b, d, G)
+    ordered = ordered.transpose(1, 2).contiguous()
+    G = ordered.shape[-1]
+    hi = torch.searchsorted(mid, tau[..., None].contiguous()).clamp(1, G - 1)
+    lo = hi - 1
+    x0, x1 = mid.gather(-1, lo), mid.gather(-1, hi)
+    y0, y1 = ordered.gather(-1, lo), ordered.gather(-1, hi)
+    w = ((tau[..., None] - x0) / (x1 - x0).clamp_min(1e-12)).clamp(0, 1)
+    return (y0 + w * (y1 - y0))[..., 0]
 
 
 def quantile_huber_loss(target, quantile, tau, kappa):
@@ -224,7 +270,34 @@ class KRQuantileNet(nn.Module):
         h = self.norm2(h + self.feedforward(h))
         return self.head(h * phi)[..., 0]
 
-    def kr_map(self, context, tau, rank=None):
+    def _monotone(self, context, tau, y, rank, grid):
+        """:meth:`forward`, each output's quantile function rearranged in its level.
+
+        Output k's quantile function given the context and the earlier
+        outputs is evaluated on the grid (output k depends on its own level
+        only), sorted, and read at ``tau[:, k]`` (:func:`rearrange`). Rows
+        whose context, earlier outputs and order coincide share one grid
+        evaluation.
+        """
+        levels, mass = grid
+        keys = [context, y] + ([] if rank is None else [rank.to(context.dtype)])
+        distinct, inverse = torch.unique(
+            torch.cat(keys, dim=1), dim=0, return_inverse=True
+        )
+        width = context.shape[1]
+        c, yy = distinct[:, :width], distinct[:, width : width + y.shape[1]]
+        r = None if rank is None else distinct[:, width + y.shape[1] :].long()
+        G, d, n = len(levels), y.shape[1], len(distinct)
+        g = levels.to(tau)[None, :, None].expand(n, G, d).reshape(-1, d)
+        q = self.forward(
+            c.repeat_interleave(G, dim=0),
+            g,
+            yy.repeat_interleave(G, dim=0),
+            None if r is None else r.repeat_interleave(G, dim=0),
+        ).reshape(n, G, d)
+        return rearrange(q[inverse], mass, tau)
+
+    def kr_map(self, context, tau, rank=None, grid=None):
         """Push ``tau`` through the KR map: one output at a time.
 
         Parameters
@@ -233,21 +306,32 @@ class KRQuantileNet(nn.Module):
         tau : Tensor of shape (batch, d)
         rank : LongTensor of shape (batch, d), optional
             Each row's KR order, as in :meth:`forward`.
+        grid : tuple of Tensor, optional
+            ``(levels, masses)`` of :func:`rearrangement_grid`: each output's
+            conditional quantile function is monotonely rearranged on it, so
+            that the map never decreases in an output's own level (quantiles
+            do not cross). None: the network's raw outputs.
 
         Returns
         -------
         Tensor of shape (batch, d)
         """
         y = torch.zeros_like(tau)
+
+        def quantiles(y):
+            if grid is None:
+                return self.forward(context, tau, y, rank)
+            return self._monotone(context, tau, y, rank, grid)
+
         if not self.conditional:
             # Nothing is conditioned on: one pass gives every output.
-            return self.forward(context, tau, y)
+            return quantiles(y)
         # Position p fills the output of rank p (output p in the default order).
         ranks = (
             torch.arange(self.n_outputs, device=tau.device) if rank is None else rank
         )
         for position in range(self.n_outputs):
-            q = self.forward(context, tau, y, rank)
+            q = quantiles(y)
             y = torch.where(ranks == position, q, y)
         return y
 
@@ -268,8 +352,8 @@ class KRRegressorNet(nn.Module):
     def forward(self, X, tau, y, rank=None):
         return self.kr(self.encoder(X), tau, y, rank)
 
-    def kr_map(self, X, tau, rank=None):
-        return self.kr.kr_map(self.encoder(X), tau, rank)
+    def kr_map(self, X, tau, rank=None, grid=None):
+        return self.kr.kr_map(self.encoder(X), tau, rank, grid)
 
 
 class MOCriticNet(nn.Module):

@@ -77,13 +77,17 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     critics causes (Kuznetsov et al. 2020).
 
     ``fit`` takes either a gymnasium environment with a ``Discrete`` action
-    space and vector rewards (e.g. MO-Gymnasium's, optional extra ``rl``):
-    online, each round collects ``n_episodes_per_round`` episodes with an
+    space and vector rewards (e.g. MO-Gymnasium's, optional extra ``rl``), or
+    a list of them (tasks: the episodes cycle through the list): online, each
+    round collects ``n_episodes_per_round`` episodes with an
     :math:`\varepsilon`-greedy policy (:math:`\varepsilon` decays linearly
-    from ``epsilon`` to ``epsilon / 20``) into a buffer of the last
-    ``buffer_size`` transitions; or an offline transition dataset, a dict with
-    keys ``observations``, ``actions``, ``rewards`` (n, d), ``next_observations``
-    and ``terminals``. Observations are encoded as one-hot vectors when they
+    in the steps taken, from ``epsilon`` to ``epsilon / 20``) into a buffer of
+    the last ``buffer_size`` transitions, then runs one fitted iteration;
+    rounds go on until ``total_timesteps`` environment steps were taken. Or
+    an offline transition dataset (the family's one dataset form), a dict
+    with keys ``observations``, ``actions``, ``rewards`` (n, d),
+    ``next_observations`` and ``terminals``: ``max_iter`` fitted iterations
+    on it. Observations are encoded as one-hot vectors when they
     are discrete states (a ``Discrete`` space, or 1-D integer arrays offline),
     one-hot per coordinate for a small integer ``Box`` (a grid position), and
     as raw numbers otherwise.
@@ -118,8 +122,14 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         Cosines in the embedding of a quantile level.
     hidden : int, default=64
         Width of every layer.
-    n_rounds : int, default=30
-        Fitted distributional iterations (online: collection rounds).
+    total_timesteps : int, default=48000
+        Online budget, in environment steps: rounds of
+        ``n_episodes_per_round`` episodes (each followed by a fitted
+        iteration) run until at least ``total_timesteps`` steps were taken.
+        The default is the budget of 30 rounds of 8 full-length (200-step)
+        episodes. Unused offline.
+    max_iter : int, default=30
+        Fitted distributional iterations of an offline fit. Unused online.
     n_episodes_per_round : int, default=8
         Episodes collected per online round.
     n_epochs : int, default=2
@@ -130,13 +140,16 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         Adam's step size; one optimiser is kept across rounds.
     epsilon : float, default=1.0
         Exploration rate of the first round (all random by default), decaying
-        linearly to ``epsilon / 20`` in the last.
+        linearly in the steps taken to ``epsilon / 20`` at
+        ``total_timesteps``. ``predict(..., deterministic=False)`` explores at
+        the final rate ``epsilon / 20``.
     max_episode_steps : int, default=200
         Cap on an episode's length.
     buffer_size : int, default=10000
         Most recent transitions kept online.
     random_state : int, RandomState instance or None, default=None
-        Seeds the weights, the exploration, the levels and the resets.
+        Seeds the weights, the exploration, the levels, the resets and the
+        generator of ``predict(..., deterministic=False)``.
     device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
         Where to train; "auto" takes CUDA for large buffers.
     verbose : int, default=0
@@ -149,12 +162,16 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     n_actions_ : int
     n_objectives_ : int
     training_returns_ : ndarray of shape (n_episodes, n_objectives)
-        Discounted return vectors of the online training episodes (empty
-        offline).
+        Discounted return vectors of the online training episodes, in the
+        order they were run (empty offline): the learning curve.
+    training_timesteps_ : ndarray of shape (n_episodes,)
+        Environment steps taken when each training episode's round ended.
     loss_curve_ : list of float
         Mean loss of each round's last epoch.
     n_iter_ : int
-        Rounds run.
+        Fitted iterations run (online: rounds).
+    n_timesteps_ : int
+        Environment steps taken (0 offline).
     device_ : str
 
     See Also
@@ -180,7 +197,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     >>> data = {"observations": np.zeros(600, dtype=int), "actions": arms,
     ...         "rewards": rewards, "next_observations": np.zeros(600, dtype=int),
     ...         "terminals": np.ones(600, dtype=bool)}
-    >>> agent = MOQuantileAgent(n_rounds=1, n_epochs=30, random_state=0)
+    >>> agent = MOQuantileAgent(max_iter=1, n_epochs=30, random_state=0)
     >>> agent.fit(data).predict([0])   # diversified arm: better joint tail
     array([1])
     """
@@ -199,7 +216,8 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         "gamma": [Interval(Real, 0, 1, closed="left")],
         "embedding_dim": [Interval(Integral, 1, None, closed="left")],
         "hidden": [Interval(Integral, 1, None, closed="left")],
-        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "total_timesteps": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "n_episodes_per_round": [Interval(Integral, 1, None, closed="left")],
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -228,7 +246,8 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         gamma=0.9,
         embedding_dim=32,
         hidden=64,
-        n_rounds=30,
+        total_timesteps=48_000,
+        max_iter=30,
         n_episodes_per_round=8,
         n_epochs=2,
         batch_size=128,
@@ -252,7 +271,8 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         self.gamma = gamma
         self.embedding_dim = embedding_dim
         self.hidden = hidden
-        self.n_rounds = n_rounds
+        self.total_timesteps = total_timesteps
+        self.max_iter = max_iter
         self.n_episodes_per_round = n_episodes_per_round
         self.n_epochs = n_epochs
         self.batch_size = batch_size
@@ -270,13 +290,14 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     @classmethod
     def _gpu_check_params(cls):
         # Offline bandit pulls: 256-wide critics in batches of 1024.
-        params = {"hidden": 256, "batch_size": 1024, "n_rounds": 2, "n_epochs": 2}
+        params = {"hidden": 256, "batch_size": 1024, "max_iter": 2, "n_epochs": 2}
         return params, 20_000
 
     @classmethod
     def _get_test_params(cls):
         return {
-            "n_rounds": 2,
+            "max_iter": 2,
+            "total_timesteps": 60,
             "n_episodes_per_round": 2,
             "n_epochs": 1,
             "hidden": 16,
@@ -362,14 +383,65 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
     # --- fitting ---------------------------------------------------------------
 
+    def _check_envs(self, X, method="fit"):
+        """An environment or a non-empty list of them, with one spec."""
+        envs = list(X) if isinstance(X, (list, tuple)) else [X]
+        if not envs:
+            raise ValueError(f"MOQuantileAgent.{method} got an empty list of environments.")
+        specs = [
+            check_env(
+                env,
+                "MOQuantileAgent",
+                method=method,
+                takes="a gymnasium environment, a list of them or a dict of "
+                f"transition arrays with keys {TRANSITION_KEYS}"
+                if method == "fit"
+                else "a gymnasium environment or a list of them",
+                actions=("Discrete",),
+                observations=("Discrete", "Box"),
+                vector_reward_space=True,
+            )
+            for env in envs
+        ]
+        first = specs[0]
+        for i, spec in enumerate(specs[1:], 1):
+            if (spec.n_actions, spec.reward_width) != (
+                first.n_actions,
+                first.reward_width,
+            ) or spec.obs_encoding != first.obs_encoding:
+                raise ValueError(
+                    f"environment {i} of the list has {spec.n_actions} actions and "
+                    f"{spec.reward_width} objectives; environment 0 has "
+                    f"{first.n_actions} and {first.reward_width} (and the same "
+                    "observation space is needed)."
+                )
+        return envs, first
+
+    def _check_rewards(self, rewards, where):
+        """Rewards of width n_objectives_, all finite, or a ValueError."""
+        if rewards.ndim != 2 or rewards.shape[1] != self.n_objectives_:
+            width = rewards.shape[1] if rewards.ndim == 2 else rewards.shape[1:]
+            raise ValueError(
+                f"{where} gave rewards of width {width}; the environment's "
+                f"reward space has {self.n_objectives_} objectives (the reward "
+                "width must not change)."
+            )
+        if not np.all(np.isfinite(rewards)):
+            raise ValueError(
+                f"{where} gave non-finite rewards (NaN or inf); MOQuantileAgent "
+                "needs finite rewards."
+            )
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Learn the critics online on an environment or offline on transitions.
+        """Learn the critics online on environments or offline on transitions.
 
         Parameters
         ----------
-        X : gymnasium.Env or dict of array-like
+        X : gymnasium.Env, list of gymnasium.Env or dict of array-like
             An environment with a ``Discrete`` action space and vector rewards,
+            a list of such environments with the same spaces (the episodes
+            cycle through the list; this lets ``GridSearchCV`` split them),
             or a transition dataset (see the class description).
         y : None
             Ignored.
@@ -378,17 +450,19 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         -------
         self : MOQuantileAgent
             The fitted agent.
+
+        Raises
+        ------
+        ValueError
+            If the rewards have fewer than 2 objectives, change width, or are
+            not finite.
         """
         rng = check_random_state(self.random_state)
-        online = is_env(X)
+        online = not isinstance(X, dict) and (
+            is_env(X) or (isinstance(X, (list, tuple)) and len(X) > 0)
+        )
         if online:
-            spec = check_env(
-                X,
-                "MOQuantileAgent",
-                actions=("Discrete",),
-                observations=("Discrete", "Box"),
-                vector_reward_space=True,
-            )
+            envs, spec = self._check_envs(X)
             self._check_objectives(spec.reward_width, "the environment")
             self.obs_encoding_ = spec.obs_encoding
             self.n_actions_ = spec.n_actions
@@ -413,27 +487,38 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         net = init_parameters(self._build_module(), context.generator)
         net = net.to(device=context.device, dtype=context.dtype)
         optimizer = adam(net.parameters(), lr=self.learning_rate_init)
-        returns, self.loss_curve_ = [], []
-        for r in range(self.n_rounds):
+        returns, ends, self.loss_curve_ = [], [], []
+        steps, n_iter, episode = 0, 0, 0
+        while (steps < self.total_timesteps) if online else (n_iter < self.max_iter):
             if online:
-                eps = self.epsilon * (1 - 0.95 * r / max(1, self.n_rounds - 1))
+                frac = min(1.0, steps / self.total_timesteps)
+                eps = self.epsilon * (1 - 0.95 * frac)
                 seeds = child_seeds(rng, self.n_episodes_per_round)
-                envs = [copy.deepcopy(X) for _ in seeds]
+                copies = [
+                    copy.deepcopy(envs[(episode + i) % len(envs)])
+                    for i in range(len(seeds))
+                ]
+                episode += len(seeds)
                 act = self._epsilon_greedy(net, context, eps, rng)
                 data, ret = lockstep_episodes(
                     act,
-                    envs,
+                    copies,
                     [int(s) for s in seeds],
                     self.max_episode_steps,
                     self.gamma,
                 )
+                n_new = len(data["actions"])
+                new_rewards = np.stack(data["rewards"]).reshape(n_new, -1)
+                self._check_rewards(new_rewards, "the environment")
+                steps += n_new
                 returns.append(ret.reshape(len(seeds), -1))
+                ends += [steps] * len(seeds)
                 new = (
                     encode_observations(
                         self.obs_encoding_, np.stack(data["observations"])
                     ),
                     np.asarray(data["actions"], dtype=int),
-                    np.stack(data["rewards"]).reshape(len(data["actions"]), -1),
+                    new_rewards,
                     encode_observations(
                         self.obs_encoding_, np.stack(data["next_observations"])
                     ),
@@ -450,11 +535,16 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             self.loss_curve_.append(
                 self._fitted_iteration(net, optimizer, buffer, context, torch)
             )
+            n_iter += 1
         self.training_returns_ = (
             np.concatenate(returns) if returns else np.empty((0, self.n_objectives_))
         )
-        self.n_iter_ = self.n_rounds
+        self.training_timesteps_ = np.asarray(ends, dtype=np.int64)
+        self.n_timesteps_ = steps
+        self.n_iter_ = n_iter
         self.module_ = net.to("cpu").eval()
+        # The generator of predict(..., deterministic=False), seeded by the fit.
+        self._predict_rng = np.random.RandomState(rng.randint(np.iinfo(np.int32).max))
         self._record_device(context)
         return self
 
@@ -622,20 +712,31 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         draws = self._draws(X, kr_taus(4 * self.n_quantiles, self.n_objectives_))
         return vector_risk_of_draws(draws, self.risk, self.alpha, self.weights)
 
-    def predict(self, X):
-        """Risk-greedy actions.
+    def predict(self, observations, deterministic=True):
+        """Risk-greedy actions, or draws of the exploring policy.
 
         Parameters
         ----------
-        X : array-like of shape (n_observations, ...)
+        observations : array-like of shape (n_observations, ...)
             Observations.
+        deterministic : bool, default=True
+            True: the action of highest vector-risk at each observation (the
+            policy the agent learns). False: the epsilon-greedy policy at the
+            final exploration rate ``epsilon / 20``, drawn from a generator
+            that ``fit`` seeds from ``random_state`` (so the draws after a
+            fit are reproducible).
 
         Returns
         -------
         actions : ndarray of shape (n_observations,)
-            The action of highest vector-risk at each observation.
+            One action per observation row.
         """
-        return self.risk_values(X).argmax(1)
+        greedy = self.risk_values(observations).argmax(1)
+        if deterministic:
+            return greedy
+        rng = self._predict_rng
+        explore = rng.random_sample(len(greedy)) < self.epsilon / 20
+        return np.where(explore, rng.randint(0, self.n_actions_, len(greedy)), greedy)
 
     def sample_returns(self, X, actions, n_draws=64, random_state=None):
         """Draw the return vector of taking ``actions`` at ``X``.
@@ -673,19 +774,19 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             )
         return draws[np.arange(len(draws)), actions]
 
-    def score(self, X, y=None, n_episodes=100, random_state=0):
-        """Empirical vector-risk of the greedy policy's returns on an environment.
+    def score(self, X, y=None, *, n_episodes=100, random_state=0):
+        """Empirical vector-risk of the greedy policy's returns on environments.
 
         Runs ``n_episodes`` episodes (at most ``max_episode_steps`` steps) of
-        the risk-greedy policy and applies the agent's own ``risk``,
-        ``alpha`` and ``weights`` to their discounted return vectors, so that
-        ``GridSearchCV`` with a list of environments ranks candidates by what
-        they optimise.
+        the risk-greedy policy (cycling through a list of environments) and
+        applies the agent's own ``risk``, ``alpha`` and ``weights`` to their
+        discounted return vectors, so that ``GridSearchCV`` with a list of
+        environments ranks candidates by what they optimise.
 
         Parameters
         ----------
-        X : gymnasium.Env
-            An environment with the fitted spaces and vector rewards.
+        X : gymnasium.Env or list of gymnasium.Env
+            Environments with the fitted spaces and vector rewards.
         y : None
             Ignored.
         n_episodes : int, default=100
@@ -699,9 +800,15 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             Higher is better.
         """
         check_is_fitted(self)
-        check_env(X, "MOQuantileAgent", method="score", takes="a gymnasium environment")
+        envs, spec = self._check_envs(X, method="score")
+        if (spec.n_actions, spec.reward_width) != (self.n_actions_, self.n_objectives_):
+            raise ValueError(
+                f"the environment has {spec.n_actions} actions and "
+                f"{spec.reward_width} objectives; the agent was fitted with "
+                f"{self.n_actions_} and {self.n_objectives_}."
+            )
         seeds = child_seeds(check_random_state(random_state), n_episodes)
-        copies = [copy.deepcopy(X) for _ in seeds]
+        copies = [copy.deepcopy(envs[i % len(envs)]) for i in range(len(seeds))]
         _, returns = lockstep_episodes(
             self.predict,
             copies,
@@ -710,6 +817,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             self.gamma,
         )
         returns = returns.reshape(n_episodes, -1)
+        self._check_rewards(returns, "the environment")
         return float(vector_risk_of_draws(returns, self.risk, self.alpha, self.weights))
 
     def _make_test_data(self, n_samples, random_state):
