@@ -271,7 +271,7 @@ def part_known_laws(seeds, n_train, max_iter, flow=True):
                 np.column_stack([X, Y[:, 0]]), Y[:, 1]
             )
 
-            def cond_levels(rows, levels):
+            def cond_levels(rows, levels, cond=cond):
                 return cond.predict_quantiles(rows, levels[:, None])[..., 0]
 
             q1 = per[0].predict_quantiles(Xt, LEVELS[:, None])[..., 0]  # (40, 5)
@@ -344,7 +344,7 @@ def part_known_laws(seeds, n_train, max_iter, flow=True):
         for label, vals in scores.items():
             vals = np.array(vals)
 
-            def fmt(j, digits):
+            def fmt(j, digits, vals=vals):
                 return "" if np.isnan(vals[0, j]) else f"{vals[:, j].mean():.{digits}f}"
 
             row = {
@@ -452,8 +452,10 @@ def _learning_curve(agent, w, n_bins=4):
     ret = agent.training_returns_ @ w
     edges = np.linspace(0, agent.n_timesteps_, n_bins + 1)
     bins = np.clip(np.searchsorted(edges, agent.training_timesteps_) - 1, 0, n_bins - 1)
-    return [float(ret[bins == b].mean()) if np.any(bins == b) else np.nan
-            for b in range(n_bins)]
+    return [
+        float(ret[bins == b].mean()) if np.any(bins == b) else np.nan
+        for b in range(n_bins)
+    ]
 
 
 def part_mo_gym(seeds, total_timesteps, envs):
@@ -723,7 +725,10 @@ def _known_law_claims():
             row = _law_row(law, method)
             columns = []
             if mkey in _HAS_DRAWS:
-                columns += [("energy_score", "energy score"), ("energy", "energy distance")]
+                columns += [
+                    ("energy_score", "energy score"),
+                    ("energy", "energy distance"),
+                ]
             if mkey in _HAS_QUANTILES:
                 claims.append(_cell(f"{lkey}_{mkey}_y1", row, "error y1"))
                 columns.append(("y2", "error y2 given y1"))

@@ -114,7 +114,7 @@ def demo_MOQuantileAgent():
     from sklearn_ext.rl._kr_data import copula_bandit
 
     data, truth = copula_bandit(400, random_state=0)
-    agent = MOQuantileAgent(alpha=0.25, n_rounds=1, n_epochs=30, random_state=0)
+    agent = MOQuantileAgent(alpha=0.25, max_iter=1, n_epochs=30, random_state=0)
     ours = truth[agent.fit(data).predict([0])[0]]
     # Per-objective CVaR from the data: the marginals alone.
     rewards, arms = data["rewards"], data["actions"]

@@ -387,7 +387,9 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         """An environment or a non-empty list of them, with one spec."""
         envs = list(X) if isinstance(X, (list, tuple)) else [X]
         if not envs:
-            raise ValueError(f"MOQuantileAgent.{method} got an empty list of environments.")
+            raise ValueError(
+                f"MOQuantileAgent.{method} got an empty list of environments."
+            )
         specs = [
             check_env(
                 env,
