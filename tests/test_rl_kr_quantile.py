@@ -422,7 +422,7 @@ def test_agent_family_interface_on_a_list_of_environments():
     "reward, match",
     [
         (lambda t: np.ones(2) if t < 2 else np.ones(3), "changed shape"),
-        (lambda t: np.array([1.0, np.nan]), "non-finite rewards"),
+        (lambda t: np.array([1.0, np.nan]), "non-finite reward"),
     ],
 )
 def test_agent_names_bad_environment_rewards(reward, match):

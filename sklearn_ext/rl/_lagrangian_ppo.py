@@ -859,6 +859,9 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         Returns
         -------
         score : float
+            The objective of the stochastic policy's mean returns (the mean
+            return; the worst objective for a vector reward), or, if a mean
+            cost exceeds its limit, a value below every feasible score.
         """
         check_is_fitted(self, "module_")
         if not isinstance(n_episodes, Integral) or n_episodes < 1:

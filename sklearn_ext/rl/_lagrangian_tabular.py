@@ -404,6 +404,8 @@ class TabularLagrangian(BaseEstimator):
         Returns
         -------
         score : float
+            The exact discounted return of ``policy_`` on ``X`` if it meets
+            the limits; below every feasible score otherwise.
         """
         check_is_fitted(self, "policy_")
         X = self._check_cmdp(X, "score")

@@ -34,6 +34,7 @@ def plot_guarantee(guarantee, *, ax=None, label=None, **kwargs):
     Returns
     -------
     ax : matplotlib Axes
+        The axes drawn on.
 
     Examples
     --------
