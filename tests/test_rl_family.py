@@ -535,6 +535,10 @@ def test_non_finite_rewards_and_costs_are_named():
 
     with pytest.raises(ValueError, match="non-finite reward"):
         run_episodes(lambda o: [0] * len(o), [Bad(reward=np.nan)], [0], 5)
+    with pytest.raises(ValueError, match=r"info\['costs'\] must hold numbers"):
+        lockstep_episodes(
+            lambda o: [0] * len(o), [Bad(cost="high")], [0], 5, info_key="costs"
+        )
     with pytest.raises(ValueError, match=r"info\['costs'\] is not finite"):
         lockstep_episodes(
             lambda o: [0] * len(o), [Bad(cost=np.inf)], [0], 5, info_key="costs"

@@ -664,19 +664,7 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
                 f"the environment's reward has width {r.shape[1]}; it had "
                 f"{self.n_rewards_} when fit began."
             )
-        if not np.all(np.isfinite(r)):
-            raise ValueError(
-                "the environment returned a non-finite reward (NaN or infinity)."
-            )
-        try:
-            c = np.stack(
-                [np.ravel(np.asarray(v, dtype=np.float64)) for v in data["info"]]
-            )
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"info['costs'] must hold {K} numbers at every step."
-            ) from None
-        _check_costs(c, K)
+        c = _stacked_costs(data["info"], K)
         # Continuous draws before the clip, in the order the episodes stepped
         # (lockstep_episodes records transitions in the order of the batch).
         actions = np.concatenate(raw) if self.continuous_ else data["actions"]
@@ -887,29 +875,32 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
             )
         finally:
             self.module_ = net.to("cpu")
-        try:
-            c = np.stack(
-                [np.ravel(np.asarray(v, dtype=np.float64)) for v in data["info"]]
-            )
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"info['costs'] must hold {K} numbers at every step."
-            ) from None
-        _check_costs(c, K)
+        c = _stacked_costs(data["info"], K)
         episodes = np.asarray(data["episodes"])
         mean_costs = np.array(
             [c[episodes == e].sum(axis=0) for e in range(n_episodes)]
         ).mean(axis=0)
         mean_returns = np.atleast_1d(np.mean(ep_returns, axis=0))
-        if not np.all(np.isfinite(mean_returns)):
-            raise ValueError(
-                "the environment returned a non-finite reward (NaN or infinity)."
-            )
         limits = self._fitted_limits
         excess = float(np.sum(np.maximum(mean_costs - limits, 0.0)))
         if excess > 0:
             return INFEASIBLE_SCORE * (1.0 + excess)
         return self._score_objective(mean_returns)
+
+
+def _stacked_costs(infos, K):
+    """The recorded ``info["costs"]`` of every step as an (n_steps, K) array.
+
+    Non-finite costs never reach here: the one episode loop names them.
+    """
+    try:
+        c = np.stack([np.ravel(np.asarray(v, dtype=np.float64)) for v in infos])
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"info['costs'] must hold {K} numbers at every step."
+        ) from None
+    _check_costs(c, K)
+    return c
 
 
 def _check_costs(c, K):

@@ -449,7 +449,13 @@ def lockstep_episodes(act, envs, seeds, max_episode_steps, gamma=1.0, info_key=N
             out[key].append(value)
         out["episodes"].append(i)
         if info_key is not None:
-            value = np.asarray(info[info_key], dtype=np.float64)
+            try:
+                value = np.asarray(info[info_key], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"the environment's info['{info_key}'] must hold numbers at "
+                    f"every step; got {info[info_key]!r}."
+                ) from None
             if not np.all(np.isfinite(value)):
                 raise ValueError(
                     f"the environment's info['{info_key}'] is not finite "
