@@ -860,8 +860,8 @@ def main():
                 "excess",
                 "utilitarian worst",
             ],
-            title="ConstrainedMaxMinMORL at its defaults on problems it was not "
-            "tuned on",
+            title="TabularMaxMinMORL (MO-CMDP rows) and ConstrainedMaxMinMORL "
+            "(thermal rows) at their defaults on problems they were not tuned on",
             notes="Tabular: larger random MO-CMDPs with two constraints (gap: LP "
             "minus ours; excess: largest discounted cost above its limit). "
             "Thermal: BuildingThermalEnv(horizon=48) with a 270 kWh budget, 300 "

@@ -245,7 +245,7 @@ MO_QUANTILE = cases_of(
             "nan-rewards",
             _bandit_with(rewards=np.full((40, 2), np.nan)),
             ValueError,
-            r"rewards contains NaN",
+            r"rewards contain NaN or infinity",
         ),
         Bad(
             "state-unseen",

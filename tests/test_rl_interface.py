@@ -233,3 +233,51 @@ def test_constrained_agents_name_cost_limits_of_the_wrong_length(make, n_costs):
     wrong = [1.0] * (n_costs + 1)
     with pytest.raises(ValueError, match=rf"cost_limits has {n_costs + 1} entries"):
         make(wrong).fit(env)
+
+
+def _sync_vector(make_env, n=2):
+    """gymnasium's SyncVectorEnv, MO-Gymnasium's for vector rewards."""
+    gym = pytest.importorskip("gymnasium")
+    if make_env is _grid:
+        return gym.vector.SyncVectorEnv([make_env] * n)
+    vector = pytest.importorskip("mo_gymnasium.wrappers.vector")
+    return vector.MOSyncVectorEnv([make_env] * n)
+
+
+DEEP_AGENTS = [a for a in ENV_AGENTS if a[0] != "TabularQLearning"]
+
+
+@pytest.mark.parametrize(
+    "name, make, data, observations, grid", DEEP_AGENTS, ids=[a[0] for a in DEEP_AGENTS]
+)
+def test_deep_agents_fit_and_score_a_vector_environment(
+    name, make, data, observations, grid
+):
+    """A gymnasium.vector environment runs a round's episodes side by side.
+
+    The fit equals the fit on a list of as many plain environments (the same
+    episodes, seeded the same), and a round size other than the number of
+    sub-environments is named.
+    """
+    vec = _sync_vector(data)
+    on_vector = make().fit(vec)
+    on_list = make().fit([data(), data()])
+    obs = _observations(data())
+    np.testing.assert_array_equal(on_vector.predict(obs), on_list.predict(obs))
+    for key in ("training_returns_", "loss_curve_"):
+        if hasattr(on_list, key):
+            np.testing.assert_allclose(getattr(on_vector, key), getattr(on_list, key))
+    assert on_vector.score(vec, n_episodes=2) == on_list.score(
+        [data(), data()], n_episodes=2
+    )
+    with pytest.raises(ValueError, match="vector environment has 2 sub-environments"):
+        on_vector.score(vec, n_episodes=3)
+
+
+def test_tabular_q_learning_names_a_vector_environment():
+    gym = pytest.importorskip("gymnasium")
+    vec = gym.vector.SyncVectorEnv([lambda: BridgeWorld(width=3)] * 2)
+    with pytest.raises(TypeError, match="takes no vector environment"):
+        TabularQLearning(total_timesteps=50).fit(vec)
+    with pytest.raises(TypeError, match="holds a vector environment"):
+        TabularQLearning(total_timesteps=50).fit([vec, BridgeWorld(width=3)])

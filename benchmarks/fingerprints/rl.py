@@ -56,10 +56,10 @@ def kr_morl():
     ``KRQuantileRegressor`` (transformer and ``ordering="fixed"``, short
     training) on a copula whose correlation changes sign: quantiles on the
     benchmark's grid of levels, joint draws and the KR vector CVaR;
-    ``MOQuantileAgent`` (joint, per-objective and risk-neutral critics) on
-    offline pulls of the copula bandit, and a short online fit on
-    MO-Gymnasium's ``fishwood-v0`` when it is installed (the benchmark's
-    part 3).
+    ``MOQuantileAgent`` (the KR vector CVaR by default, the scalarised CVaR,
+    per-objective and risk-neutral critics) on offline pulls of the copula
+    bandit, and a short online fit on MO-Gymnasium's ``fishwood-v0`` when it
+    is installed (the benchmark's part 3).
     """
     import numpy as np
 
@@ -101,7 +101,12 @@ def kr_morl():
         "next_observations": np.zeros(200, dtype=int),
         "terminals": np.ones(200, dtype=bool),
     }
-    for params in ({}, {"critic": "independent"}, {"risk": "expectation"}):
+    for params in (
+        {},
+        {"risk": "cvar"},
+        {"critic": "independent"},
+        {"risk": "expectation"},
+    ):
         agent = MOQuantileAgent(
             alpha=0.25, max_iter=1, n_epochs=3, random_state=0, device="cpu", **params
         ).fit(data)

@@ -30,8 +30,10 @@ __all__ = [
     "encoding_of_data",
     "encoding_of_space",
     "env_list",
+    "episode_envs",
     "feature_dim",
     "is_env",
+    "is_vector_env",
     "require_gymnasium",
     "rl_tags",
 ]
@@ -75,13 +77,32 @@ def is_env(obj):
     return hasattr(obj, "reset") and hasattr(obj, "step")
 
 
+def is_vector_env(envs):
+    """Whether ``envs`` is a ``gymnasium.vector`` environment (sync or async)."""
+    return hasattr(envs, "num_envs") and hasattr(envs, "single_action_space")
+
+
+def vector_info(info, i, n):
+    """The info of sub-environment ``i`` of a vector environment's step."""
+    out = {}
+    for key, value in info.items():
+        if key.startswith("_"):
+            continue
+        mask = info.get(f"_{key}", np.ones(n, dtype=bool))
+        if mask[i]:
+            out[key] = value[i]
+    return out
+
+
 def env_list(X, owner, method="fit"):
     """The environments of ``X`` as a list, or None if ``X`` holds none.
 
     The family's agents take an environment, a list (or tuple) of them (one
-    per task, so that ``GridSearchCV`` can split them), or a
-    ``gymnasium.vector`` environment (a list of one). A list mixing
-    environments and other objects is a TypeError.
+    per task, so that ``GridSearchCV`` can split them), or one
+    ``gymnasium.vector`` environment (a list of one, whose sub-environments
+    run the episodes of a round side by side: :func:`episode_envs`). A list
+    mixing environments and other objects, or holding a vector environment,
+    is a TypeError.
     """
     if is_env(X):
         return [X]
@@ -92,8 +113,36 @@ def env_list(X, owner, method="fit"):
                 f"got {sorted({type(e).__name__ for e in X if not is_env(e)})} "
                 "among them."
             )
+        if any(is_vector_env(e) for e in X):
+            raise TypeError(
+                f"a list given to {owner}.{method} holds a vector environment; "
+                "give the vector environment alone (its sub-environments run "
+                "side by side) or a list of plain environments."
+            )
         return list(X)
     return None
+
+
+def episode_envs(envs, first, n, owner, parameter):
+    """The environments that run ``n`` episodes side by side.
+
+    ``envs`` is what :func:`env_list` returned. Plain environments are deep
+    copied, episode ``first + i`` on ``envs[(first + i) % len(envs)]``, so
+    that the given ones are never stepped. A vector environment (alone in
+    ``envs``) is returned as it is: its sub-environments run the ``n``
+    episodes, so it must have ``n`` of them; ``parameter`` names what sets
+    ``n`` in the error.
+    """
+    if len(envs) == 1 and is_vector_env(envs[0]):
+        vec = envs[0]
+        if int(vec.num_envs) != n:
+            raise ValueError(
+                f"{owner} runs {n} episodes side by side here, and the vector "
+                f"environment has {vec.num_envs} sub-environments: set "
+                f"{parameter}={vec.num_envs}, or give a list of environments."
+            )
+        return vec
+    return [copy.deepcopy(envs[(first + i) % len(envs)]) for i in range(n)]
 
 
 @dataclass(frozen=True)
@@ -161,6 +210,8 @@ def check_env(
 ):
     """The family's one check of a gymnasium environment.
 
+    A ``gymnasium.vector`` environment is read through its single
+    sub-environment's spaces, and its probing step through sub-environment 0.
     Each part runs only when asked for, so that a rollout needs nothing but
     ``reset`` and ``step`` (and no gymnasium import), while an agent reads
     its spaces and probes a step.
@@ -182,7 +233,8 @@ def check_env(
         does not read the space.
     probe : bool, default=False
         Step a deep copy once (reset with seed 0, an action sampled with
-        seed 0) to read the reward's width and the step's info.
+        seed 0) to read the reward's width and the step's info; a vector
+        environment is stepped itself.
     info : dict of str, default=None
         Keys the probing step's info must hold, each with what it holds
         (``{"costs": "one cost per constraint"}``).
@@ -206,8 +258,9 @@ def check_env(
         who = owner if method is None else f"{owner}.{method}"
         raise TypeError(f"{who} takes {takes}; got {type(env).__name__}.")
     found = {}
+    vector = is_vector_env(env)
     if actions is not None:
-        space = env.action_space
+        space = env.single_action_space if vector else env.action_space
         kind = _space_kind(space, actions, owner, "action")
         found["action_kind"] = kind
         if kind == "Discrete":
@@ -220,7 +273,7 @@ def check_env(
             found["action_low"] = np.ravel(space.low)
             found["action_high"] = np.ravel(space.high)
     if observations is not None:
-        space = env.observation_space
+        space = env.single_observation_space if vector else env.observation_space
         if _space_kind(space, observations, owner, "observation") == "Discrete":
             found["n_states"] = int(space.n)
         found["obs_encoding"] = encoding_of_space(space, owner)
@@ -233,12 +286,19 @@ def check_env(
             )
         found["reward_width"] = int(np.prod(reward_space.shape))
     if probe:
-        copied = copy.deepcopy(env)
+        # A vector environment is probed itself (an asynchronous one cannot
+        # be copied); every rollout resets it with its own seeds.
+        copied = env if vector else copy.deepcopy(env)
         copied.reset(seed=0)
         copied.action_space.seed(0)
         step = copied.step(copied.action_space.sample())
-        found["reward_width"] = int(np.size(step[1]))
-        found["info"] = step[-1]
+        if vector:
+            n = int(env.num_envs)
+            found["reward_width"] = int(np.size(step[1])) // n
+            found["info"] = vector_info(step[-1], 0, n)
+        else:
+            found["reward_width"] = int(np.size(step[1]))
+            found["info"] = step[-1]
         for key, holds in (info or {}).items():
             if key not in found["info"]:
                 raise ValueError(

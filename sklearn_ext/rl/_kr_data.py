@@ -11,7 +11,13 @@ score. Shared by the demos, the benchmark, the example and the tests.
 import numpy as np
 from scipy.stats import norm
 
-__all__ = ["copula_bandit", "energy_score", "sign_switch_copula"]
+__all__ = [
+    "CopulaBanditEnv",
+    "copula_bandit",
+    "energy_score",
+    "kr_copula_bandit_truth",
+    "sign_switch_copula",
+]
 
 
 def sign_switch_copula(n, random_state=0):
@@ -58,3 +64,49 @@ def energy_score(draws, y):
     fit = np.linalg.norm(draws - y[:, None], axis=-1).mean(1)
     spread = np.linalg.norm(draws[:, :, None] - draws[:, None], axis=-1).mean((1, 2))
     return float(np.mean(fit - 0.5 * spread))
+
+
+def kr_copula_bandit_truth(shift=0.2, alpha=0.25):
+    """Exact KR vector CVaR (equal weights) of the two arms of the online bandit.
+
+    Arm 0 pays ``(x, x) + shift`` (comonotone): objective 2 given objective 1
+    is objective 1, so the corner mean is ``shift - t`` on both, with ``t``
+    the tail mean of N(0, 1) at ``alpha``. Arm 1 pays ``(x, -x)``
+    (countermonotone): objective 2 given a low objective 1 is high, so the
+    corner mean is ``(-t + t) / 2 = 0``. A critic of the product of the
+    marginals sees ``-t`` for arm 1 and picks arm 0, as a risk-neutral one does.
+    """
+    tail = norm.pdf(norm.ppf(alpha)) / alpha
+    return np.array([shift - tail, 0.0])
+
+
+class CopulaBanditEnv:
+    """The online copula bandit: one state, two arms, one pull per episode.
+
+    Arm 0 pays ``(x, x) + shift`` (comonotone), arm 1 ``(x, -x)``
+    (countermonotone), ``x ~ N(0, 1)``: equal marginals up to the shift, and
+    the arm of higher KR vector CVaR is arm 1 (:func:`kr_copula_bandit_truth`).
+    ``info["arm"]`` is the arm pulled.
+    """
+
+    def __init__(self, shift=0.2):
+        import gymnasium as gym
+
+        self.shift = shift
+        self.action_space = gym.spaces.Discrete(2)
+        self.observation_space = gym.spaces.Discrete(1)
+        self.reward_space = gym.spaces.Box(-np.inf, np.inf, (2,))
+        self._rng = np.random.default_rng()
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        return 0, {}
+
+    def step(self, action):
+        x = self._rng.normal()
+        if int(action) == 0:
+            reward = np.array([x, x]) + self.shift
+        else:
+            reward = np.array([x, -x])
+        return 0, reward, True, False, {"arm": int(action)}

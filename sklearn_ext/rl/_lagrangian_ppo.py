@@ -3,7 +3,6 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 from numbers import Integral, Real
 
 import numpy as np
@@ -16,6 +15,8 @@ from sklearn_ext.rl._base import (
     check_env,
     check_observations,
     encode_observations,
+    env_list,
+    episode_envs,
     feature_dim,
     rl_tags,
 )
@@ -413,14 +414,15 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
 
     def _as_envs(self, X, method):
         """An environment or a non-empty list of them, as a list."""
-        if isinstance(X, (list, tuple)):
-            if len(X) == 0:
-                raise ValueError(
-                    f"{type(self).__name__}.{method} was given an empty list of "
-                    "environments."
-                )
-            return list(X)
-        return [X]
+        if isinstance(X, (list, tuple)) and len(X) == 0:
+            raise ValueError(
+                f"{type(self).__name__}.{method} was given an empty list of "
+                "environments."
+            )
+        envs = env_list(X, type(self).__name__, method)
+        if envs is None:
+            return list(X) if isinstance(X, (list, tuple)) else [X]
+        return envs
 
     def _check_env(self, env):
         name, param = type(self).__name__, self._limits_param
@@ -594,10 +596,13 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         step, n_steps, n_episodes = 0, 0, 0
         while self._more_updates(step, n_steps):
             seeds = child_seeds(rng, self.n_episodes_per_update)
-            copies = [
-                copy.deepcopy(envs[(n_episodes + j) % len(envs)])
-                for j in range(len(seeds))
-            ]
+            copies = episode_envs(
+                envs,
+                n_episodes,
+                len(seeds),
+                f"{type(self).__name__}.fit",
+                "n_episodes_per_update",
+            )
             n_episodes += len(seeds)
             raw = []
             net.eval()
@@ -868,7 +873,9 @@ class LagrangianActorCritic(TorchDeviceMixin, BaseEstimator):
         try:
             data, ep_returns = lockstep_episodes(
                 self._act(net, context, generator),
-                [copy.deepcopy(envs[e % len(envs)]) for e in range(n_episodes)],
+                episode_envs(
+                    envs, 0, n_episodes, f"{type(self).__name__}.score", "n_episodes"
+                ),
                 [int(s) for s in seeds],
                 self.max_episode_steps,
                 info_key="costs",

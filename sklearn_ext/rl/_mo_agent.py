@@ -3,12 +3,11 @@
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_array, check_random_state
+from sklearn.utils import check_random_state
 
 from sklearn_ext.base import TorchDeviceMixin
 from sklearn_ext.rl._base import (
@@ -17,6 +16,8 @@ from sklearn_ext.rl._base import (
     check_observations,
     encode_observations,
     encoding_of_data,
+    env_list,
+    episode_envs,
     feature_dim,
     is_env,
     rl_tags,
@@ -27,7 +28,11 @@ from sklearn_ext.rl._kr_quantile import (
     kr_taus,
     vector_risk_of_draws,
 )
-from sklearn_ext.rl._rollouts import TRANSITION_KEYS, lockstep_episodes
+from sklearn_ext.rl._rollouts import (
+    TRANSITION_KEYS,
+    check_transitions,
+    lockstep_episodes,
+)
 from sklearn_ext.utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -43,7 +48,28 @@ from sklearn_ext.utils._torch import (
     train_loop,
 )
 
-__all__ = ["MOQuantileAgent"]
+__all__ = ["MOQuantileAgent", "empirical_kr_tail"]
+
+
+def empirical_kr_tail(Y, alpha):
+    """The KR corner mean of the empirical law of the rows of ``Y`` (n, d).
+
+    Objective 1's lower ``alpha`` fraction of the rows; those rows, in order of
+    objective 1, are split into about ``sqrt`` of their number of bins of
+    neighbouring values (the conditioning on objective 1), and each bin's
+    objectives 2..d take the corner mean of the bin recursively. Returns the
+    mean vector (d,); ``weights`` times it is the empirical KR vector CVaR.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    n, d = Y.shape
+    m = max(1, int(np.ceil(alpha * n)))
+    low = Y[np.argsort(Y[:, 0], kind="stable")[:m]]
+    if d == 1:
+        return low.mean(0)
+    bins = np.array_split(low, max(1, int(round(np.sqrt(m)))))
+    rest = sum(len(b) * empirical_kr_tail(b[:, 1:], alpha) for b in bins) / m
+    return np.r_[low[:, 0].mean(), rest]
+
 
 # Quantile-Huber threshold, as a fraction of the spread (standard deviation)
 # of the rewards in the buffer. IQN's kappa=1 on unscaled returns biases the
@@ -94,9 +120,14 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
     Parameters
     ----------
-    risk : {"cvar", "expectation"}, default="cvar"
-        What the greedy policy maximises; ``"expectation"`` is risk-neutral
-        (the expected weighted return).
+    risk : {"kr_cvar", "cvar", "expectation"}, default="kr_cvar"
+        What the greedy policy maximises. ``"kr_cvar"``: the KR vector CVaR
+        of the return law, ``weights`` times the mean of the critics' KR map
+        over the corner ``(0, alpha]^d`` of the cube (objective 1 in its
+        lower tail, objective 2 in its lower tail given objective 1, ...), the
+        vector-risk measure of the paper. ``"cvar"``: the CVaR of the
+        scalarised return ``weights @ Z`` under the joint law.
+        ``"expectation"`` is risk-neutral (the expected weighted return).
     alpha : float, default=0.25
         Tail fraction of ``"cvar"``.
     weights : array-like of shape (n_objectives,), default=None
@@ -192,19 +223,19 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     >>> from sklearn_ext.rl import MOQuantileAgent
     >>> rng = np.random.default_rng(0)
     >>> x = rng.normal(size=600)
-    >>> arms = rng.integers(0, 2, 600)   # arm 0: (x, x); arm 1: (x, x')
-    >>> rewards = np.column_stack([x, np.where(arms == 0, x, rng.normal(size=600))])
+    >>> arms = rng.integers(0, 2, 600)   # arm 0: (x, x); arm 1: (x, -x)
+    >>> rewards = np.column_stack([x, np.where(arms == 0, x, -x)])
     >>> data = {"observations": np.zeros(600, dtype=int), "actions": arms,
     ...         "rewards": rewards, "next_observations": np.zeros(600, dtype=int),
     ...         "terminals": np.ones(600, dtype=bool)}
     >>> agent = MOQuantileAgent(max_iter=1, n_epochs=30, random_state=0)
-    >>> agent.fit(data).predict([0])   # diversified arm: better joint tail
+    >>> agent.fit(data).predict([0])   # hedged arm: better KR vector CVaR
     array([1])
     """
 
     _parameter_constraints = {
         **TorchDeviceMixin._parameter_constraints,
-        "risk": [StrOptions(set(RISK_MEASURES))],
+        "risk": [StrOptions({*RISK_MEASURES, "kr_cvar"})],
         "alpha": [Interval(Real, 0, 1, closed="right")],
         "weights": ["array-like", None],
         "critic": [StrOptions({"kr", "independent"})],
@@ -234,7 +265,7 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
     def __init__(
         self,
         *,
-        risk="cvar",
+        risk="kr_cvar",
         alpha=0.25,
         weights=None,
         critic="kr",
@@ -339,53 +370,37 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         self._weights = _check_weights(self.weights, n_objectives)
 
     def _check_dataset(self, data):
+        """The family's dataset form (:func:`check_transitions`), integer actions."""
         if not isinstance(data, dict):
             raise TypeError(
                 "MOQuantileAgent.fit takes a gymnasium environment or a dict of "
                 f"transition arrays with keys {TRANSITION_KEYS}; got "
                 f"{type(data).__name__}."
             )
-        missing = [k for k in TRANSITION_KEYS if k not in data]
-        if missing:
-            raise ValueError(f"the transition dataset lacks the keys {missing}.")
-        obs = np.asarray(data["observations"])
-        nxt = np.asarray(data["next_observations"])
-        actions = check_array(
-            data["actions"], ensure_2d=False, dtype=None, input_name="actions"
-        )
-        rewards = check_array(data["rewards"], ensure_2d=False, input_name="rewards")
-        terminals = np.asarray(data["terminals"])
-        n = len(obs)
-        if rewards.ndim == 1:
-            rewards = rewards[:, None]
-        for name, arr in (
-            ("next_observations", nxt),
-            ("actions", actions),
-            ("rewards", rewards),
-            ("terminals", terminals),
-        ):
-            if len(arr) != n:
-                raise ValueError(
-                    f"{name} has {len(arr)} rows but observations has {n}."
-                )
+        data = check_transitions(data, "MOQuantileAgent")
+        actions = data["actions"]
         if (
             actions.ndim != 1
             or not np.all(actions == np.round(actions))
             or (actions.min() < 0)
         ):
             raise ValueError("actions must be a 1-D array of non-negative integers.")
-        if obs.shape[1:] != nxt.shape[1:]:
-            raise ValueError(
-                f"observations {obs.shape} and next_observations {nxt.shape} differ."
-            )
-        self._check_objectives(rewards.shape[1], "rewards")
-        return obs, actions.astype(int), rewards, nxt, terminals.astype(bool)
+        self._check_objectives(data["rewards"].shape[1], "rewards")
+        return (
+            data["observations"],
+            actions.astype(int),
+            data["rewards"],
+            data["next_observations"],
+            data["terminals"],
+        )
 
     # --- fitting ---------------------------------------------------------------
 
     def _check_envs(self, X, method="fit"):
         """An environment or a non-empty list of them, with one spec."""
-        envs = list(X) if isinstance(X, (list, tuple)) else [X]
+        envs = env_list(X, "MOQuantileAgent", method)
+        if envs is None:
+            envs = list(X) if isinstance(X, (list, tuple)) else [X]
         if not envs:
             raise ValueError(
                 f"MOQuantileAgent.{method} got an empty list of environments."
@@ -496,10 +511,13 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
                 frac = min(1.0, steps / self.total_timesteps)
                 eps = self.epsilon * (1 - 0.95 * frac)
                 seeds = child_seeds(rng, self.n_episodes_per_round)
-                copies = [
-                    copy.deepcopy(envs[(episode + i) % len(envs)])
-                    for i in range(len(seeds))
-                ]
+                copies = episode_envs(
+                    envs,
+                    episode,
+                    len(seeds),
+                    "MOQuantileAgent.fit",
+                    "n_episodes_per_round",
+                )
                 episode += len(seeds)
                 act = self._epsilon_greedy(net, context, eps, rng)
                 data, ret = lockstep_episodes(
@@ -586,8 +604,8 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             )
             net.eval()
             with torch.no_grad():
-                draws = net.draws(feats, taus, ranks)
-                greedy = self._risk(draws).argmax(1).cpu().numpy()
+                greedy = self._critic_risk(net, feats, taus, ranks)
+                greedy = greedy.argmax(1).cpu().numpy()
             greedy = greedy[inverse]
             explore = rng.random_sample(len(greedy)) < eps
             return np.where(
@@ -598,6 +616,21 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
 
     def _risk(self, draws):
         return vector_risk_of_draws(draws, self.risk, self.alpha, self._weights)
+
+    def _critic_risk(self, net, feats, taus, ranks, draws=None):
+        """Risk of every action at ``feats``: (b, A).
+
+        ``"kr_cvar"`` pushes the corner ``alpha * taus`` through the critics'
+        KR maps and averages; the other risks use ``draws`` (the draws at
+        ``taus``, computed here when not given).
+        """
+        if self.risk == "kr_cvar":
+            corner = net.draws(feats, self.alpha * taus, ranks)
+            w = corner.new_tensor(self._weights)
+            return corner.mean(-2) @ w
+        if draws is None:
+            draws = net.draws(feats, taus, ranks)
+        return self._risk(draws)
 
     def _fitted_iteration(self, net, optimizer, buffer, context, torch):
         """One round: targets from the frozen critics, then n_epochs of regression."""
@@ -624,8 +657,9 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
             ranks = self._ranks(m, context.device, context.generator)
             for start in range(0, len(distinct), 512):
                 # (b, A, C*m, d)
-                draws = net.draws(distinct[start : start + 512], taus, ranks)
-                best = self._risk(draws).argmax(1)
+                feats = distinct[start : start + 512]
+                draws = net.draws(feats, taus, ranks)
+                best = self._critic_risk(net, feats, taus, ranks, draws).argmax(1)
                 chosen = draws[torch.arange(len(best), device=best.device), best]
                 # MO-TQC: drop the draws with the largest weighted return.
                 order = (chosen @ w).argsort(dim=1)[:, :keep]
@@ -711,7 +745,11 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         risk : ndarray of shape (n_observations, n_actions)
             Higher is better.
         """
-        draws = self._draws(X, kr_taus(4 * self.n_quantiles, self.n_objectives_))
+        taus = kr_taus(4 * self.n_quantiles, self.n_objectives_)
+        if self.risk == "kr_cvar":
+            w = _check_weights(self.weights, self.n_objectives_)
+            return self._draws(X, self.alpha * taus).mean(-2) @ w
+        draws = self._draws(X, taus)
         return vector_risk_of_draws(draws, self.risk, self.alpha, self.weights)
 
     def predict(self, observations, deterministic=True):
@@ -783,7 +821,10 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         the risk-greedy policy (cycling through a list of environments) and
         applies the agent's own ``risk``, ``alpha`` and ``weights`` to their
         discounted return vectors, so that ``GridSearchCV`` with a list of
-        environments ranks candidates by what they optimise.
+        environments ranks candidates by what they optimise. ``"kr_cvar"``
+        is estimated by :func:`empirical_kr_tail` (the lower ``alpha`` of the
+        episodes by objective 1, split into bins of neighbouring values, the
+        lower ``alpha`` of each bin by objective 2, and so on).
 
         Parameters
         ----------
@@ -810,7 +851,9 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
                 f"{self.n_actions_} and {self.n_objectives_}."
             )
         seeds = child_seeds(check_random_state(random_state), n_episodes)
-        copies = [copy.deepcopy(envs[i % len(envs)]) for i in range(len(seeds))]
+        copies = episode_envs(
+            envs, 0, len(seeds), "MOQuantileAgent.score", "n_episodes"
+        )
         _, returns = lockstep_episodes(
             self.predict,
             copies,
@@ -820,6 +863,9 @@ class MOQuantileAgent(TorchDeviceMixin, BaseEstimator):
         )
         returns = returns.reshape(n_episodes, -1)
         self._check_rewards(returns, "the environment")
+        if self.risk == "kr_cvar":
+            w = _check_weights(self.weights, self.n_objectives_)
+            return float(empirical_kr_tail(returns, self.alpha) @ w)
         return float(vector_risk_of_draws(returns, self.risk, self.alpha, self.weights))
 
     def _make_test_data(self, n_samples, random_state):

@@ -10,7 +10,13 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from sklearn_ext.rl._base import NOT_A_DATA_ESTIMATOR, check_env, env_list, rl_tags
+from sklearn_ext.rl._base import (
+    NOT_A_DATA_ESTIMATOR,
+    check_env,
+    env_list,
+    is_vector_env,
+    rl_tags,
+)
 from sklearn_ext.rl._rollouts import (
     TRANSITION_KEYS,
     check_transitions,
@@ -186,7 +192,17 @@ class TabularQLearning(BaseEstimator):
         )
         return spec.n_states, spec.n_actions
 
+    @staticmethod
+    def _refuse_vector(envs, method):
+        if is_vector_env(envs[0]):
+            raise TypeError(
+                f"TabularQLearning.{method} updates its table after every step "
+                "of one episode at a time, so it takes no vector environment; "
+                "give its sub-environments as a list."
+            )
+
     def _fit_online(self, envs):
+        self._refuse_vector(envs, "fit")
         sizes = {self._discrete_sizes(env) for env in envs}
         if len(sizes) != 1:
             raise ValueError(
@@ -360,6 +376,7 @@ class TabularQLearning(BaseEstimator):
                 "score needs a gymnasium environment or a list of them (a mean "
                 "return); a transition table cannot score a policy."
             )
+        self._refuse_vector(envs, "score")
         seeds = child_seeds(random_state, len(envs))
         return float(
             np.mean(

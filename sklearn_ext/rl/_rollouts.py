@@ -16,7 +16,7 @@ from numbers import Integral
 import numpy as np
 from joblib import Parallel, delayed
 
-from sklearn_ext.rl._base import check_env
+from sklearn_ext.rl._base import check_env, is_vector_env, vector_info
 from sklearn_ext.utils._sklearn_compat import Interval, validate_params
 from sklearn_ext.utils._torch import child_seeds
 
@@ -141,23 +141,6 @@ def actions_of(policy, observations):
     )
 
 
-def is_vector_env(envs):
-    """Whether ``envs`` is a ``gymnasium.vector`` environment (sync or async)."""
-    return hasattr(envs, "num_envs") and hasattr(envs, "single_action_space")
-
-
-def _vector_info(info, i, n):
-    """The info of sub-environment ``i`` of a vector environment's step."""
-    out = {}
-    for key, value in info.items():
-        if key.startswith("_"):
-            continue
-        mask = info.get(f"_{key}", np.ones(n, dtype=bool))
-        if mask[i]:
-            out[key] = value[i]
-    return out
-
-
 def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None):
     """Run one episode on each environment, all advancing together.
 
@@ -242,7 +225,7 @@ def run_episodes(act, envs, seeds, max_episode_steps, *, gamma=1.0, on_step=None
                     out[1][i],
                     out[2][i],
                     out[3][i],
-                    _vector_info(out[4], i, n),
+                    vector_info(out[4], i, n),
                 )
                 for i in running
             }
