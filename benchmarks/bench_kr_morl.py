@@ -23,9 +23,12 @@ Parts
 2. The decisive bandit: two arms with identical N(0, 1) marginals on both
    objectives, arm 0 comonotone (x, x), arm 1 independent (x, x'), arm 0's
    rewards shifted up by ``shift``. The exact CVaR_0.25 of the mean reward is
-   ``shift - 1.271`` for arm 0 and ``-0.899`` for arm 1: a joint vector-CVaR
-   agent must pick arm 1; one that sees only the marginals sees arm 0 as
-   better by ``shift`` (and the risk-neutral agent too).
+   ``shift - 1.271`` for arm 0 and ``-0.899`` for arm 1: an agent acting on
+   the CVaR of the weighted return under the joint law (``risk="cvar"``)
+   must pick arm 1; one that sees only the marginals sees arm 0 as better by
+   ``shift`` (and the risk-neutral agent too). Offline (600 logged pulls).
+   The KR vector CVaR ranks these arms the other way (arm 1's corner is the
+   product of two lower tails); part 5 is its bandit.
 3. MO-Gymnasium's fishwood-v0 (weights 0.95 on fish, 0.05 on wood), 5
    seeds, 16000 steps in rounds of 2 episodes: the KR agent (acting on the
    KR vector CVaR), the per-objective agent (the same risk on independent
@@ -394,8 +397,8 @@ def part_known_laws(seeds, n_train, max_iter, flow=True):
 def part_bandit(seeds, n, shift, n_epochs):
     truth = copula_bandit(2, shift)[1]
     agents = {
-        "KR agent (vector CVaR)": {"risk": "cvar"},
-        "independent-quantile agent (vector CVaR)": {
+        "KR agent (scalarised CVaR)": {"risk": "cvar"},
+        "per-objective agent (scalarised CVaR)": {
             "risk": "cvar",
             "critic": "independent",
         },
@@ -770,8 +773,8 @@ _REGRESSORS = {
 _HAS_QUANTILES = {"kr", "fixed", "independent", "gbr", "cond", "cond_gbr"}
 _HAS_DRAWS = {"kr", "fixed", "independent", "cond", "flow"}
 _BANDIT_AGENTS = {
-    "kr": "KR agent (vector CVaR)",
-    "independent": "independent-quantile agent (vector CVaR)",
+    "kr": "KR agent (scalarised CVaR)",
+    "independent": "per-objective agent (scalarised CVaR)",
     "neutral": "risk-neutral KR agent",
 }
 _GYM_KEYS = {
