@@ -30,7 +30,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sklearn_ext.rl import KRQuantileRegressor, MOQuantileAgent
-from sklearn_ext.rl._kr_data import copula_bandit, sign_switch_copula
+from sklearn_ext.rl._kr_data import (
+    countermonotone_pulls,
+    kr_copula_bandit_truth,
+    sign_switch_copula,
+)
 
 X, Y = sign_switch_copula(2000, random_state=0)
 joint = KRQuantileRegressor(random_state=0).fit(X, Y)
@@ -67,11 +71,14 @@ plt.show()
 #
 # Risk depends on the joint law
 # -----------------------------
-# Arm 0 pays ``(x, x) + 0.2`` on two objectives, arm 1 ``(x, x')`` with an
-# independent copy ``x'``: per objective, arm 0 is better everywhere. But a
-# bad draw of arm 0 is bad on both objectives at once, so the CVaR at 25% of
-# the mean reward is -1.07 for arm 0 and -0.90 for arm 1 (exact).
-data, truth = copula_bandit(600, random_state=0)
+# Arm 0 pays ``(x, x) + 0.2`` on two objectives, arm 1 ``(x, -x)``: per
+# objective, arm 0 is better everywhere. The agent acts on the KR vector CVaR
+# (its default ``risk="kr_cvar"``): objective 1 in its worst 25%, objective 2
+# in its worst 25% *given* objective 1, averaged with equal weights. Arm 0's
+# bad draws are bad on both objectives (0.2 - 1.27 = -1.07), while arm 1's
+# second objective is high exactly when the first is low (0, exact).
+data = countermonotone_pulls(600, random_state=0)
+truth = kr_copula_bandit_truth(0.2, 0.25)
 agents = {
     "KR critics": MOQuantileAgent(alpha=0.25, max_iter=1, n_epochs=30, random_state=0),
     "per-objective critics": MOQuantileAgent(
@@ -88,16 +95,16 @@ for i, (name, agent) in enumerate(agents.items()):
         label=f"{name}: picks arm {risk.argmax()}",
     )
 ax.scatter(np.arange(2) + 0.175, truth, c="k", zorder=3, label="exact")
-ax.set_xticks(np.arange(2) + 0.175, ["arm 0: (x, x) + 0.2", "arm 1: (x, x')"])
-ax.set_ylabel("CVaR 25% of the mean reward")
+ax.set_xticks(np.arange(2) + 0.175, ["arm 0: (x, x) + 0.2", "arm 1: (x, -x)"])
+ax.set_ylabel("KR vector CVaR 25%")
 ax.legend(fontsize=8)
 fig.tight_layout()
 plt.show()
 
 # %%
 # The KR critics rank the arms as the exact values do and pick arm 1; the
-# per-objective critics see only the marginals, where arm 0 is 0.2 better,
-# and pick arm 0.
+# per-objective critics see only the marginals, where arm 1's second
+# objective looks as bad in its tail as its first, and pick arm 0.
 
 # %%
 # The order of the KR map

@@ -259,45 +259,25 @@ def test_joint_cvar_agent_picks_the_diversified_arm_and_marginals_cannot():
     np.testing.assert_allclose(draws.std(axis=1), 1.0, atol=0.12)
 
 
-def _countermonotone_pulls(n=600, shift=0.2, seed=0):
-    """Offline pulls of CopulaBanditEnv: arm 0 (x, x) + shift, arm 1 (x, -x)."""
-    from sklearn_ext.rl._kr_data import CopulaBanditEnv
-
-    env = CopulaBanditEnv(shift)
-    env.reset(seed=seed)
-    arms = np.random.default_rng(seed).integers(0, 2, n)
-    rewards = np.array([env.step(a)[1] for a in arms])
-    zeros = np.zeros(n, dtype=int)
-    return {
-        "observations": zeros,
-        "actions": arms,
-        "rewards": rewards,
-        "next_observations": zeros,
-        "terminals": np.ones(n, dtype=bool),
-    }
-
-
 def test_kr_cvar_agent_acts_on_the_kr_vector_cvar():
     """The default risk is the KR vector CVaR of the paper.
 
     Arm 1 pays (x, -x): objective 2 is high exactly when objective 1 is in its
     tail, so its KR corner mean is 0 against 0.2 - 1.27 for the comonotone
     arm 0 (``kr_copula_bandit_truth``). Critics of the product of the
-    marginals see -1.27 for arm 1 and pick arm 0, as the risk-neutral agent
-    does; the scalarised CVaR ranks the arms as KR does here, so the
-    per-objective critic is the control.
+    marginals see -1.27 for arm 1 and pick arm 0 (the risk-neutral agent
+    too, as in the test above); the scalarised CVaR ranks the arms as KR
+    does here, so the per-objective critic is the control.
     """
-    from sklearn_ext.rl._kr_data import kr_copula_bandit_truth
+    from sklearn_ext.rl._kr_data import countermonotone_pulls, kr_copula_bandit_truth
 
-    data = _countermonotone_pulls()
+    data = countermonotone_pulls()
     params = {"alpha": 0.25, "max_iter": 1, "n_epochs": 12, "random_state": 0}
     kr = MOQuantileAgent(**{**params, "n_epochs": 30}).fit(data)
     assert kr.risk == "kr_cvar"
     independent = MOQuantileAgent(critic="independent", **params).fit(data)
-    neutral = MOQuantileAgent(risk="expectation", **params).fit(data)
     assert kr.predict([0])[0] == 1
     assert independent.predict([0])[0] == 0
-    assert neutral.predict([0])[0] == 0
     truth = kr_copula_bandit_truth(0.2, 0.25)
     # The corner means converge on the exact ones (-0.30 for arm 1 after 12
     # epochs, -0.08 after 30, -0.05 after 60: the conditional law narrows).

@@ -14,6 +14,7 @@ from scipy.stats import norm
 __all__ = [
     "CopulaBanditEnv",
     "copula_bandit",
+    "countermonotone_pulls",
     "energy_score",
     "kr_copula_bandit_truth",
     "sign_switch_copula",
@@ -110,3 +111,24 @@ class CopulaBanditEnv:
         else:
             reward = np.array([x, -x])
         return 0, reward, True, False, {"arm": int(action)}
+
+
+def countermonotone_pulls(n=600, shift=0.2, random_state=0):
+    """Offline pulls of :class:`CopulaBanditEnv`, arms drawn uniformly.
+
+    Returns the family's transition dict (one state, one pull an episode):
+    arm 0 pays ``(x, x) + shift``, arm 1 ``(x, -x)``; the exact KR vector
+    CVaR of each arm is :func:`kr_copula_bandit_truth`.
+    """
+    env = CopulaBanditEnv(shift)
+    env.reset(seed=random_state)
+    arms = np.random.default_rng(random_state).integers(0, 2, n)
+    rewards = np.array([env.step(a)[1] for a in arms])
+    zeros = np.zeros(n, dtype=int)
+    return {
+        "observations": zeros,
+        "actions": arms,
+        "rewards": rewards,
+        "next_observations": zeros,
+        "terminals": np.ones(n, dtype=bool),
+    }
