@@ -122,6 +122,10 @@ def test_perturb_follows_pbt_zoo_rule():
         ({"nonsense": [1, 2]}, "not a parameter of _NeverTrain"),
         ({"max_iter": [1, 2]}, "cannot tune 'max_iter'"),
         ({"warm_start": [True]}, "cannot tune 'warm_start'"),
+        # Empty ranges: scipy freezes them silently with a NaN support.
+        ({"alpha": loguniform(1e-3, 1e-3)}, "'alpha'\\] has an empty range"),
+        ({"alpha": uniform(0.1, 0)}, "'alpha'\\] has an empty range"),
+        ({"alpha": randint(5, 5)}, "'alpha'\\] has an empty range"),
     ],
 )
 def test_malformed_param_distributions_fail_before_training(space, message):
@@ -307,6 +311,31 @@ def test_mlp_driver_hands_a_new_learning_rate_to_the_live_optimiser():
 
 
 @pytest.mark.parametrize("solver", ["sgd", "adam"])
+def test_the_compat_module_syncs_the_mlp_optimiser_or_names_what_changed(solver):
+    """The driver reaches scikit-learn's private MLP optimiser only through
+    ``sync_mlp_optimizer`` (run on the oldest and the newest scikit-learn by
+    ``make test`` and ``make test-oldest``)."""
+    from sklearn_ext.utils._sklearn_compat import sync_mlp_optimizer
+
+    X, y = make_classification(60, 4, random_state=0)
+    mlp = MLPClassifier((4,), solver=solver, random_state=0)
+    assert sync_mlp_optimizer(mlp) is False  # no optimiser before training
+    mlp.partial_fit(X, y, classes=[0, 1])
+    mlp.set_params(learning_rate_init=0.5, beta_1=0.5, momentum=0.5)
+    assert sync_mlp_optimizer(mlp) is True
+    opt = vars(mlp)["_optimizer"]
+    assert opt.learning_rate_init == 0.5
+    if solver == "sgd":
+        assert opt.learning_rate == 0.5 and opt.momentum == 0.5
+    else:
+        assert opt.beta_1 == 0.5
+    # A scikit-learn whose optimiser lost an attribute is named, not ignored.
+    del opt.learning_rate_init
+    with pytest.raises(RuntimeError, match="needs updating for this version"):
+        sync_mlp_optimizer(mlp)
+
+
+@pytest.mark.parametrize("solver", ["sgd", "adam"])
 def test_k_one_epoch_intervals_equal_one_k_epoch_fit_for_mlp(solver):
     """The optimiser (momentum, Adam moments, step count) survives intervals."""
     X, y = make_classification(300, 6, n_classes=3, n_informative=4, random_state=0)
@@ -411,6 +440,33 @@ def test_skorch_trains_one_epoch_per_partial_fit_and_keeps_its_optimiser():
     assert len(member.history) == 5
     for p, q in zip(one.module_.parameters(), member.module_.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-6)
+
+
+def test_a_skorch_net_that_diverges_without_raising_is_detected():
+    """skorch keeps training on a NaN loss; the replay's check names it."""
+    skorch = pytest.importorskip("skorch")
+    import torch
+
+    from sklearn_ext.model_selection._incremental import non_finite_state
+
+    X, y = make_classification(64, 4, random_state=0)
+    X = (X * 1e3).astype(np.float32)
+    torch.manual_seed(0)
+    net = skorch.NeuralNetRegressor(
+        torch.nn.Linear(4, 1),
+        optimizer=torch.optim.SGD,
+        lr=1e6,
+        max_epochs=3,
+        train_split=None,
+        verbose=0,
+    ).fit(X, y.astype(np.float32)[:, None] * 1e3)
+    assert not np.isfinite(net.history[-1]["train_loss"])
+    assert "train_loss" in non_finite_state(net)
+    torch.manual_seed(0)
+    fine = skorch.NeuralNetRegressor(
+        torch.nn.Linear(4, 1), max_epochs=1, train_split=None, verbose=0
+    ).fit(X / 1e3, y.astype(np.float32)[:, None])
+    assert non_finite_state(fine) is None
 
 
 def test_skorch_members_start_from_their_seed_not_the_global_generator():
@@ -967,6 +1023,30 @@ def test_replay_failure_falls_back_to_the_trained_best_member():
     assert search.best_estimator_.score() == search.best_score_
     strict = clone(search).set_params(error_score="raise")
     with pytest.raises(ValueError, match="non-finite"):
+        strict.fit(X)
+
+
+class _SilentlyDivergesOnMoreData(_PBTToyProblem):
+    """On more than 50 samples its weights go NaN without an error (as an MLP's
+    or a skorch net's do on a NaN loss)."""
+
+    def partial_fit(self, X=None, y=None):
+        super().partial_fit(X, y)
+        self.coef_ = self.theta_.copy() if len(X) <= 50 else np.full(2, np.nan)
+        return self
+
+
+def test_a_replay_that_goes_non_finite_silently_falls_back_too():
+    X = np.zeros((60, 1))
+    search = IPBTSearchCV(
+        _SilentlyDivergesOnMoreData(), TOY_SPACE, budget=8 * 10, random_state=0
+    )
+    with pytest.warns(FitFailedWarning, match="coef_ holds NaN"):
+        search.fit(X)
+    assert np.all(np.isfinite(search.best_estimator_.coef_))
+    assert search.best_estimator_.score() == search.best_score_
+    strict = clone(search).set_params(error_score="raise")
+    with pytest.raises(FloatingPointError, match="the replay diverged"):
         strict.fit(X)
 
 

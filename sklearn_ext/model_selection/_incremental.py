@@ -41,9 +41,12 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.metadata_routing import process_routing
 from sklearn.utils.validation import check_is_fitted
 
+from sklearn_ext.utils._sklearn_compat import sync_mlp_optimizer
+
 __all__ = [
     "IncrementalProtocol",
     "incremental_protocol",
+    "non_finite_state",
     "seeded_start",
     "shrink_perturb",
     "train",
@@ -227,35 +230,13 @@ def seeded_start(estimator, seed):
 def _sync_live_optimisers(estimator):
     """Hand scikit-learn MLPs' running optimisers their current hyperparameters.
 
-    ``MLPClassifier``/``MLPRegressor`` build their optimiser at the first
-    ``partial_fit`` from ``learning_rate_init``, ``momentum``, ... and keep it;
-    later ``set_params`` calls would not reach it. The optimiser keeps its state
-    (velocities, Adam moments, step count, adaptive decays): a new
-    ``learning_rate_init`` rescales an adaptive rate and restarts an inverse
-    scaling one at the current step.
+    Every MLP inside ``estimator`` (a pipeline's steps included) goes through
+    :func:`sklearn_ext.utils._sklearn_compat.sync_mlp_optimizer`, the one
+    place that touches scikit-learn's private optimiser.
     """
     for obj in _holders(estimator):
-        opt = vars(obj).get("_optimizer")
-        if opt is None or not type(obj).__module__.startswith("sklearn.neural_network"):
-            continue
-        lr = float(obj.learning_rate_init)
-        if type(opt).__name__ == "SGDOptimizer":
-            schedule = obj.learning_rate
-            if schedule == "adaptive" and opt.lr_schedule == "adaptive":
-                opt.learning_rate *= lr / float(opt.learning_rate_init)
-            elif schedule == "invscaling":
-                opt.learning_rate = lr / (obj.t_ + 1) ** obj.power_t
-            else:
-                opt.learning_rate = lr
-            opt.lr_schedule = schedule
-            opt.learning_rate_init = lr
-            opt.momentum = obj.momentum
-            opt.nesterov = obj.nesterovs_momentum
-            opt.power_t = obj.power_t
-        elif type(opt).__name__ == "AdamOptimizer":
-            opt.learning_rate_init = lr
-            opt.beta_1, opt.beta_2 = obj.beta_1, obj.beta_2
-            opt.epsilon = obj.epsilon
+        if type(obj).__module__.startswith("sklearn.neural_network"):
+            sync_mlp_optimizer(obj)
 
 
 def _split_pipeline_params(pipeline, params, final_step):
@@ -382,6 +363,35 @@ def _weights(estimator):
             ):
                 modules.append(value)
     return slots, modules
+
+
+def non_finite_state(estimator):
+    """Where a trained estimator went non-finite, or None if nowhere.
+
+    Training can diverge without raising: scikit-learn's MLPs and skorch nets
+    keep going on a NaN loss. Checked: the weights (numpy ``coef_``-style
+    arrays and torch modules, as :func:`shrink_perturb` finds them), an MLP's
+    ``loss_``, and the last ``train_loss`` of a skorch net's history.
+    """
+    slots, modules = _weights(estimator)
+    for obj, name, i in slots:
+        value = getattr(obj, name) if i is None else getattr(obj, name)[i]
+        if not np.all(np.isfinite(value)):
+            return f"{type(obj).__name__}.{name} holds NaN or infinity"
+    for module in modules:
+        for pname, param in module.named_parameters():
+            if not bool(param.detach().isfinite().all()):
+                return f"the torch parameter {pname} holds NaN or infinity"
+    for obj in _holders(estimator):
+        loss = vars(obj).get("loss_")
+        if isinstance(loss, float) and not np.isfinite(loss):
+            return f"{type(obj).__name__}.loss_ is {loss}"
+        history = vars(obj).get("history_", vars(obj).get("history"))
+        if history is not None and type(history).__module__.startswith("skorch"):
+            last = history[-1].get("train_loss") if len(history) else None
+            if last is not None and not np.isfinite(last):
+                return f"the last train_loss of {type(obj).__name__} is {last}"
+    return None
 
 
 def _fresh_array(name, shape, rng):

@@ -24,6 +24,7 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteK
 
 from sklearn_ext.model_selection._incremental import (
     _random_state_keys,
+    non_finite_state,
     seeded_start,
     shrink_perturb,
     train,
@@ -539,6 +540,10 @@ class _Population:
                 self.classes,
                 fit_params,
             )
+        broken = non_finite_state(est)
+        if broken is not None:
+            # Divergence that did not raise (a NaN loss in skorch or an MLP).
+            raise FloatingPointError(f"the replay diverged: {broken}.")
         # Give back the user's iteration count and warm_start, and the integer
         # seeds that training turned into streams (fitted state is untouched),
         # so that the refit model reads like the estimator.

@@ -68,8 +68,17 @@ class _Dimension:
         self.kind = _kind(name, value)
         self.value = list(value) if self.kind == "choice" else value
         if self.kind != "choice":
-            lo, hi = value.support()
-            self.low, self.high = float(lo), float(hi)
+            lo, hi = (float(v) for v in value.support())
+            # scipy freezes invalid arguments (loguniform(1, 1), randint(5, 5))
+            # without complaint and gives them a NaN support.
+            empty = np.isnan(lo) or np.isnan(hi) or hi < lo
+            if empty or (self.kind == "continuous" and hi == lo):
+                raise ValueError(
+                    f"param_distributions[{name!r}] has an empty range: its "
+                    f"support is [{lo}, {hi}]. Give a distribution whose low is "
+                    "below its high, or a one-value list to fix the parameter."
+                )
+            self.low, self.high = lo, hi
 
     def _cast(self, x):
         if self.kind == "integer":
@@ -165,8 +174,9 @@ class SearchSpace:
         # such as optimizer__momentum that get_params does not list).
         probe = clone(estimator)
         for d in (d for sub in self.subspaces for d in sub):
+            value = d.sample(np.random.RandomState(0))
             try:
-                probe.set_params(**{d.name: d.sample(np.random.RandomState(0))})
+                probe.set_params(**{d.name: value})
             except ValueError as exc:
                 raise ValueError(
                     f"param_distributions names {d.name!r}, which is not a "
