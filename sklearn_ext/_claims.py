@@ -27,7 +27,11 @@ The ledger is the set of ``benchmarks/results/*.json`` files that carry a
 A results file is *fresh* while the current code of its closure hashes as it
 did when it was measured, or as at a later re-measurement whose fingerprint
 equalled the measured one (``--revalidate``: an edit that changes no
-behaviour the fingerprint sees, e.g. a refactor or a moved helper). Otherwise
+behaviour the fingerprint sees, e.g. a refactor or a moved helper). On a
+machine that does not reproduce the measured fingerprint (another CPU's
+floating-point kernels), the re-measurement is compared with the
+fingerprint of the last trusted commit's code computed on the same machine,
+and records that commit (``against``). Otherwise
 it is *stale*, and ``--check`` fails until the benchmark is rerun or the
 fingerprint shows the behaviour unchanged. A change of the benchmark script
 itself is reported but does not fail the check: the row still measured the
@@ -706,10 +710,55 @@ def _stem(script):
     return Path(script).stem[len("bench_") :]
 
 
+def _reference_fingerprint(ledger, stem, root, cache):
+    """``(commit, fingerprint)`` of the code last trusted for ``ledger``, here.
+
+    The fingerprint of a results file is measured on the machine that ran the
+    benchmark; another machine (another CPU's floating-point kernels) may not
+    reproduce it even for unchanged code. The trusted code is the tree of
+    the newest clean commit among the measurement and its validations whose
+    closure hashes as recorded: its fingerprint, computed on this machine,
+    is what the current code must equal to show that an edit changed no
+    behaviour. ``(None, None)`` when no such commit can be read.
+    """
+    entries = [ledger, *ledger.get("validated", [])]
+    for entry in reversed(entries):
+        commit = entry.get("commit")
+        if not commit or entry.get("dirty") or not entry.get("code"):
+            continue
+        key = (stem, commit)
+        if key not in cache:
+            cache[key] = None
+            with tempfile.TemporaryDirectory() as tmp:
+                archive = subprocess.run(
+                    ["git", "archive", "--format=tar", commit],
+                    cwd=root,
+                    capture_output=True,
+                )
+                if archive.returncode == 0:
+                    subprocess.run(
+                        ["tar", "-x", "-C", tmp], input=archive.stdout, check=True
+                    )
+                    code, _ = measured_code(ledger["benchmark"], tree_reader(tmp))
+                    try:
+                        cache[key] = (code, compute_fingerprint(stem, tmp, root))
+                    except RuntimeError:
+                        cache[key] = None
+        if cache[key] is None or cache[key][0] != entry["code"]:
+            continue
+        return commit, cache[key][1]
+    return None, None
+
+
 def revalidate(names=None, root=ROOT, log=print):
     """Re-measure the fingerprint of each stale results file; record the equal ones.
 
-    Returns the names still stale.
+    A fingerprint equal to the measured one validates. Otherwise, where this
+    machine does not reproduce the measured fingerprint, the current code's
+    fingerprint is compared with that of the last trusted code computed here
+    (:func:`_reference_fingerprint`): equal, the edit changed no behaviour the
+    fingerprint sees, and the validation records the commit it was compared
+    against. Returns the names still stale.
     """
     root = Path(root)
     cache, still = {}, []
@@ -730,21 +779,30 @@ def revalidate(names=None, root=ROOT, log=print):
         stem = _stem(ledger["benchmark"])
         if stem not in cache:
             cache[stem] = compute_fingerprint(stem, root, root)
+        against = None
         if not same_fingerprint(cache[stem], ledger["fingerprint"]):
-            log(f"{path.stem}: the behaviour changed ({detail}): rerun")
-            still.append(path.stem)
-            continue
+            against, reference = _reference_fingerprint(ledger, stem, root, cache)
+            if against is None or not same_fingerprint(cache[stem], reference):
+                log(f"{path.stem}: the behaviour changed ({detail}): rerun")
+                still.append(path.stem)
+                continue
         code, _ = measured_code(ledger["benchmark"], tree_reader(root))
-        ledger.setdefault("validated", []).append(
-            {
-                "commit": _git(root, "rev-parse", "HEAD"),
-                "dirty": bool(_git(root, "status", "--porcelain", "--", *code)),
-                "date": time.strftime("%Y-%m-%d"),
-                "code": code,
-            }
-        )
+        record = {
+            "commit": _git(root, "rev-parse", "HEAD"),
+            "dirty": bool(_git(root, "status", "--porcelain", "--", *code)),
+            "date": time.strftime("%Y-%m-%d"),
+            "code": code,
+        }
+        if against is not None:
+            record["against"] = against
+        ledger.setdefault("validated", []).append(record)
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        log(f"{path.stem}: fingerprint unchanged ({detail}): validated")
+        how = (
+            "fingerprint unchanged"
+            if against is None
+            else f"fingerprint equal to that of {against[:10]} on this machine"
+        )
+        log(f"{path.stem}: {how} ({detail}): validated")
     return still
 
 

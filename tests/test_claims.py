@@ -243,6 +243,47 @@ def test_revalidation_keeps_results_only_if_the_behaviour_is_unchanged(
     assert any("older than the code" in p for p in _problems(project))
 
 
+def test_revalidation_on_a_machine_that_does_not_reproduce_the_fingerprint(
+    project, monkeypatch
+):
+    """The measured fingerprint is 1.0; this machine computes 2.0 for the same
+    code. An edit validates only if the current code's fingerprint equals that
+    of the measured commit's code, computed here."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "measured"], cwd=project, check=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=project, capture_output=True, text=True
+    ).stdout.strip()
+    results = project / "benchmarks/results/toy.json"
+    payload = json.loads(results.read_text())
+    payload["ledger"].update(commit=commit, dirty=False)
+    results.write_text(json.dumps(payload, indent=2))
+    path = project / "sklearn_ext/toy.py"
+    path.write_text(path.read_text().replace("double(x) + 1", "1 + double(x)"))
+    trees = []
+
+    def here(stem, tree, root):
+        trees.append(Path(tree))
+        return [2.0]
+
+    monkeypatch.setattr(_claims, "compute_fingerprint", here)
+    assert revalidate(None, project, log=lambda m: None) == []
+    assert trees[0] == project and trees[1] != project  # current, then reference
+    payload = json.loads(results.read_text())
+    assert payload["ledger"]["validated"][-1]["against"] == commit
+    assert freshness(payload, project)[0] == "validated"
+    # A behaviour change: the current code differs from the reference here.
+    path.write_text(path.read_text().replace("1 + double(x)", "2 + double(x)"))
+
+    def changed(stem, tree, root):
+        return [2.0] if Path(tree) != project else [2.5]
+
+    monkeypatch.setattr(_claims, "compute_fingerprint", changed)
+    assert revalidate(None, project, log=lambda m: None) == ["toy"]
+
+
 def test_a_results_file_outside_the_ledger_fails(project):
     _write(project / "benchmarks/results/other.json", json.dumps({"rows": []}))
     assert any("other.json: not in the ledger" in p for p in _problems(project))
