@@ -54,6 +54,7 @@ from pathlib import Path
 
 from sklearn_ext._claims_code import (
     bench_closure,
+    git_reader,
     hashes,
     package_closure,
     tree_reader,
@@ -710,21 +711,34 @@ def _stem(script):
     return Path(script).stem[len("bench_") :]
 
 
-def _reference_fingerprint(ledger, stem, root, cache):
+def _reference_fingerprint(ledger, stem, root, cache, depth=50):
     """``(commit, fingerprint)`` of the code last trusted for ``ledger``, here.
 
     The fingerprint of a results file is measured on the machine that ran the
     benchmark; another machine (another CPU's floating-point kernels) may not
-    reproduce it even for unchanged code. The trusted code is the tree of
-    the newest clean commit among the measurement and its validations whose
-    closure hashes as recorded: its fingerprint, computed on this machine,
-    is what the current code must equal to show that an edit changed no
-    behaviour. ``(None, None)`` when no such commit can be read.
+    reproduce it even for unchanged code. The trusted code is the closure as
+    measured or as at a validation; its tree is the newest commit (among the
+    recorded ones, then the last ``depth`` commits of HEAD) whose closure
+    hashes exactly so. Its fingerprint, computed on this machine, is what the
+    current code must equal to show that an edit changed no behaviour.
+    ``(None, None)`` when no commit holds the trusted code.
     """
-    entries = [ledger, *ledger.get("validated", [])]
-    for entry in reversed(entries):
-        commit = entry.get("commit")
-        if not commit or entry.get("dirty") or not entry.get("code"):
+    trusted = [
+        e["code"] for e in [ledger, *ledger.get("validated", [])] if e.get("code")
+    ]
+    recorded = [e.get("commit") for e in [ledger, *ledger.get("validated", [])]]
+    history = (_git(root, "rev-list", f"--max-count={depth}", "HEAD") or "").split()
+    seen = set()
+    for commit in [c for c in reversed(recorded) if c] + history:
+        if commit in seen:
+            continue
+        seen.add(commit)
+        code_key = ("code", ledger["benchmark"], commit)
+        if code_key not in cache:
+            cache[code_key] = measured_code(
+                ledger["benchmark"], git_reader(root, commit)
+            )[0]
+        if cache[code_key] not in trusted:
             continue
         key = (stem, commit)
         if key not in cache:
@@ -739,14 +753,12 @@ def _reference_fingerprint(ledger, stem, root, cache):
                     subprocess.run(
                         ["tar", "-x", "-C", tmp], input=archive.stdout, check=True
                     )
-                    code, _ = measured_code(ledger["benchmark"], tree_reader(tmp))
                     try:
-                        cache[key] = (code, compute_fingerprint(stem, tmp, root))
+                        cache[key] = compute_fingerprint(stem, tmp, root)
                     except RuntimeError:
                         cache[key] = None
-        if cache[key] is None or cache[key][0] != entry["code"]:
-            continue
-        return commit, cache[key][1]
+        if cache[key] is not None:
+            return commit, cache[key]
     return None, None
 
 
