@@ -313,9 +313,9 @@ def test_mlp_driver_hands_a_new_learning_rate_to_the_live_optimiser():
 @pytest.mark.parametrize("solver", ["sgd", "adam"])
 def test_the_compat_module_syncs_the_mlp_optimiser_or_names_what_changed(solver):
     """The driver reaches scikit-learn's private MLP optimiser only through
-    ``sync_mlp_optimizer`` (run on the oldest and the newest scikit-learn by
-    ``make test`` and ``make test-oldest``)."""
-    from sklearn_ext.utils._sklearn_compat import sync_mlp_optimizer
+    the compat layer's ``sync_mlp_optimizer`` (run on the oldest and the
+    newest scikit-learn by ``make test`` and ``make test-oldest``)."""
+    from sklearn_ext.utils._sklearn_compat_mlp import sync_mlp_optimizer
 
     X, y = make_classification(60, 4, random_state=0)
     mlp = MLPClassifier((4,), solver=solver, random_state=0)

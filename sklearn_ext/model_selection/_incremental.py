@@ -41,7 +41,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.metadata_routing import process_routing
 from sklearn.utils.validation import check_is_fitted
 
-from sklearn_ext.utils._sklearn_compat import sync_mlp_optimizer
+from sklearn_ext.utils._sklearn_compat_mlp import sync_mlp_optimizer
 
 __all__ = [
     "IncrementalProtocol",
@@ -231,7 +231,7 @@ def _sync_live_optimisers(estimator):
     """Hand scikit-learn MLPs' running optimisers their current hyperparameters.
 
     Every MLP inside ``estimator`` (a pipeline's steps included) goes through
-    :func:`sklearn_ext.utils._sklearn_compat.sync_mlp_optimizer`, the one
+    :func:`sklearn_ext.utils._sklearn_compat_mlp.sync_mlp_optimizer`, the one
     place that touches scikit-learn's private optimiser.
     """
     for obj in _holders(estimator):
