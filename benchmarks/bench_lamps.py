@@ -29,6 +29,14 @@ Parts
    ratio uses the exhaustive run's scaling, the time saved is wall time of
    all evaluations. Fit times are measured, so ratios carry timing noise.
 
+3. Hypervolume (``--part hv``): the exact hypervolume at the sizes model
+   selection uses (8, 20 and 100 points of 2, 3 and 4 objectives, uniform
+   in the unit cube, reference 1.1 per objective): moocore's (what
+   ``hypervolume`` calls), pymoo's ``HV`` indicator, and the exact slicing
+   algorithm (HSO) the package used before, written out here as the peer.
+   The median time of a call over repeats, on one idle thread, and the
+   largest difference between their values.
+
 ``--quick`` runs 2 seeds.
 """
 
@@ -43,7 +51,11 @@ from sklearn.dummy import DummyRegressor
 
 from sklearn_ext._claims import Claim, Ledger
 from sklearn_ext.datasets import load_lcdb_curves
-from sklearn_ext.model_selection import MetaAllocationPolicy, ParetoModelSelector
+from sklearn_ext.model_selection import (
+    MetaAllocationPolicy,
+    ParetoModelSelector,
+    pareto_mask,
+)
 from sklearn_ext.model_selection._allocation import (
     _replay,
     _training_rows,
@@ -210,6 +222,105 @@ def live_part(seeds):
     return table
 
 
+# --- part 3: hypervolume --------------------------------------------------------
+
+
+def _slicing_hypervolume(P, ref):
+    """The exact slicing algorithm (HSO) ``hypervolume`` used before moocore."""
+    if len(P) == 0:
+        return 0.0
+    if P.shape[1] == 1:
+        return float(ref[0] - P[:, 0].min())
+    P = P[np.argsort(P[:, -1], kind="stable")]
+    levels = np.append(P[:, -1], ref[-1])
+    total = 0.0
+    for k in range(len(P)):
+        depth = levels[k + 1] - levels[k]
+        if depth > 0:
+            front = P[: k + 1, :-1]
+            total += depth * _slicing_hypervolume(front[pareto_mask(front)], ref[:-1])
+    return total
+
+
+def _median_seconds(fn, budget=0.5):
+    """Median seconds of a call, over batches filling about ``budget`` seconds."""
+    fn()
+    start, n = time.perf_counter(), 0
+    while time.perf_counter() - start < budget / 10:
+        fn()
+        n += 1
+    reps = max(1, n)
+    times = []
+    for _ in range(10):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        times.append((time.perf_counter() - start) / reps)
+    return float(np.median(times))
+
+
+def hypervolume_part():
+    import moocore
+    from pymoo.indicators.hv import HV
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for d in (2, 3, 4):
+        for n in (8, 20, 100):
+            P = rng.random((n, d))
+            ref = np.full(d, 1.1)
+            values = {
+                "moocore": moocore.hypervolume(P, ref=ref),
+                "pymoo": HV(ref_point=ref)(P),
+                "slicing": _slicing_hypervolume(P[pareto_mask(P)], ref),
+            }
+            calls = {
+                "moocore": lambda P=P, ref=ref: moocore.hypervolume(P, ref=ref),
+                "pymoo": lambda P=P, ref=ref: HV(ref_point=ref)(P),
+                "slicing": lambda P=P, ref=ref: _slicing_hypervolume(
+                    P[pareto_mask(P)], ref
+                ),
+            }
+            seconds = {k: _median_seconds(f) for k, f in calls.items()}
+            spread = max(values.values()) - min(values.values())
+            rows.append(
+                {
+                    "objectives": d,
+                    "points": n,
+                    "on the front": int(pareto_mask(P).sum()),
+                    "moocore us": f"{seconds['moocore'] * 1e6:.1f}",
+                    "pymoo us": f"{seconds['pymoo'] * 1e6:.1f}",
+                    "slicing us": f"{seconds['slicing'] * 1e6:.1f}",
+                    "slicing / moocore": (
+                        f"{seconds['slicing'] / seconds['moocore']:.0f}x"
+                    ),
+                    "pymoo / moocore": f"{seconds['pymoo'] / seconds['moocore']:.1f}x",
+                    "largest value difference": f"{spread:.1e}",
+                }
+            )
+            print(rows[-1], flush=True)
+    write_results(
+        "lamps_hypervolume",
+        rows,
+        list(rows[0]),
+        title="Exact hypervolume at model-selection sizes: moocore, pymoo, slicing",
+        notes=(
+            "Points uniform in the unit cube, reference 1.1 per objective; the "
+            "median time of a call over 10 batches, one thread. The slicing "
+            "algorithm is the package's former implementation (HSO), kept in "
+            "this benchmark as the peer."
+        ),
+    )
+
+
+def _ratio_range(column, pick):
+    def compute(rows):
+        values = [float(r[column].rstrip("x")) for r in rows]
+        return pick(values), f"{pick(values):.0f}x"
+
+    return compute
+
+
 # --- the claims ledger ---------------------------------------------------------
 
 _OURS = "LAMPS (meta-learned)"
@@ -260,6 +371,35 @@ def _share_below(rows):
 
 
 LEDGER = {
+    "lamps_hypervolume": Ledger(
+        "hypervolume",
+        "random points in the unit cube: 8, 20 and 100 points of 2, 3 and 4 "
+        "objectives, reference 1.1",
+        1,
+        {
+            "ours": "moocore.hypervolume, what hypervolume calls",
+            "peers": "pymoo's HV indicator; the exact slicing algorithm the "
+            "package used before (in the benchmark)",
+        },
+        [
+            Claim(
+                "slicing_ratio_min",
+                0,
+                "slicing / moocore",
+                compute=_ratio_range("slicing / moocore", min),
+                metric="time of the slicing algorithm over moocore's, smallest",
+                timing=True,
+            ),
+            Claim(
+                "slicing_ratio_max",
+                0,
+                "slicing / moocore",
+                compute=_ratio_range("slicing / moocore", max),
+                metric="time of the slicing algorithm over moocore's, largest",
+                timing=True,
+            ),
+        ],
+    ),
     "lamps": Ledger(
         "MetaAllocationPolicy",
         "LCDB 1.0 learning curves (load_lcdb_curves): per seed a 70/30 split of "
@@ -328,10 +468,14 @@ LEDGER = {
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--part", choices=("all", "lcdb", "live"), default="all")
+    parser.add_argument("--part", choices=("all", "lcdb", "live", "hv"), default="all")
     args = parser.parse_args()
     seeds = range(2) if args.quick else range(5)
     warnings.simplefilter("ignore", category=UserWarning)
+    if args.part in ("all", "hv"):
+        hypervolume_part()
+    if args.part == "hv":
+        return
     if args.part != "live":
         lcdb_results(seeds)
     if args.part != "lcdb":
