@@ -65,11 +65,28 @@ def test_baselines_account_their_cost(lcdb):
     for _ in range(3):  # halved at each of the three landmarks
         n = int(np.ceil(n / 2))
     assert 0 <= sh.hv_ratio <= 1 and len(sh.full) == n
-    cost = 0.3 * problem.exhaustive_cost()
-    for result in (random_search(problem, cost, 0), hyperband(problem, cost, 2, 0)):
-        # The cost is checked before each evaluation: at most one overshoots.
-        assert result.spent <= cost + problem.costs.max()
-        assert 0 <= result.hv_ratio <= 1
+    for share in (0.05, 0.3, 0.8):
+        cost = share * problem.exhaustive_cost()
+        results = (
+            random_search(problem, cost, 0),
+            hyperband(problem, cost, 2, 0),
+            successive_halving(problem, cost=cost),
+        )
+        for result in results:
+            # Equal cost: no baseline spends more than it is given.
+            assert result.spent <= cost + 1e-9
+            assert 0 <= result.hv_ratio <= 1
+        # Hyperband (its last bracket fits in full directly) ends with a full
+        # fit whenever one fits; halving needs a whole first landmark round.
+        cheapest_full = problem.costs[:, -1].min() + problem.costs[:, :-1].min()
+        if cost > 2 * cheapest_full:
+            assert results[1].full
+        if cost > sh.spent:
+            assert results[2].full
+    # Given more than its own run costs, halving spends the rest on full fits.
+    more = successive_halving(problem, cost=sh.spent + problem.costs[:, -1].max())
+    assert more.spent > sh.spent and len(more.full) > len(sh.full)
+    assert more.hv_ratio >= sh.hv_ratio
 
 
 def test_policy_finds_the_front_cheaper_than_exhaustive(policy, lcdb, split):

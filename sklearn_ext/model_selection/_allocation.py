@@ -74,16 +74,76 @@ def exhaustive_search(problem):
     return finish(problem, range(problem.n_candidates))
 
 
+def _price(problem, i, level):
+    """What evaluating candidate ``i`` at ``level`` costs now (0 once paid)."""
+    key = (int(i), int(level))
+    return 0.0 if key in problem.evaluated else float(problem.costs[key])
+
+
+def _best_partial(problem, full):
+    """The most promising candidate not yet evaluated in full, or None.
+
+    The one seen at the highest landmark, by the lowest error there.
+    """
+    top = problem.n_levels - 1
+    seen = [(lvl, i) for (i, lvl) in problem.evaluated if lvl < top and i not in full]
+    if not seen:
+        return None
+    level = max(lvl for lvl, _ in seen)
+    at = [i for lvl, i in seen if lvl == level]
+    return min(at, key=lambda i: (problem.evaluated[(i, level)][0], i))
+
+
+class _Budget:
+    """A cost cap that never lets a search spend more than ``cost``.
+
+    ``fits(i, level)`` is whether an evaluation fits, keeping back the price
+    of a final full fit of the best candidate seen at a landmark while no
+    candidate has been evaluated in full (so that a capped search always ends
+    with the full fit of its best). The replay knows every cost in advance,
+    which favours the capped baselines: they never overshoot.
+    """
+
+    def __init__(self, problem, cost, full):
+        self.problem, self.cost, self.full = problem, float(cost), full
+
+    def _reserve(self, i, level):
+        p = self.problem
+        if self.full or level == p.n_levels - 1:
+            return 0.0
+        best = _best_partial(p, self.full)
+        if best is None or best == i:
+            # The candidate about to be evaluated may become the best: keep
+            # its own full fit back.
+            return _price(p, i, p.n_levels - 1)
+        return max(_price(p, best, p.n_levels - 1), _price(p, i, p.n_levels - 1))
+
+    def fits(self, i, level):
+        p = self.problem
+        return p.spent + _price(p, i, level) + self._reserve(i, level) <= self.cost
+
+    def finish(self):
+        """Evaluate in full the best candidate seen at a landmark, if it fits."""
+        p = self.problem
+        best = _best_partial(p, self.full)
+        if best is not None and p.spent + _price(p, best, p.n_levels - 1) <= self.cost:
+            p.evaluate(best, p.n_levels - 1)
+            self.full.append(int(best))
+
+
 def random_search(problem, cost, random_state=None):
-    """Evaluate candidates in full in a random order until ``cost`` is spent."""
+    """Evaluate candidates in full in a random order, within ``cost``.
+
+    It stops before the first evaluation that would take it over ``cost``.
+    """
     problem.reset()
     rng = check_random_state(random_state)
     full = []
     for i in rng.permutation(problem.n_candidates):
-        if problem.spent >= cost:
+        if problem.spent + _price(problem, i, problem.n_levels - 1) > cost:
             break
         problem.evaluate(i, problem.n_levels - 1)
-        full.append(i)
+        full.append(int(i))
     return finish(problem, full)
 
 
@@ -100,25 +160,30 @@ def _rank(points):
     return rank
 
 
-def _halve(problem, alive, start, eta, full, cost=np.inf):
-    """Successive halving from level ``start``; survivors evaluated in full."""
+def _halve(problem, alive, start, eta, full, budget=None):
+    """Successive halving from level ``start``; survivors evaluated in full.
+
+    With a :class:`_Budget`, an evaluation that does not fit ends the run
+    (returns False); True when it ran to the end.
+    """
     for level in range(start, problem.n_levels - 1):
         obj = []
         for i in alive:
-            if problem.spent >= cost:
-                return
+            if budget is not None and not budget.fits(i, level):
+                return False
             obj.append(problem.evaluate(i, level)[0])
         obj = comparable(np.array(obj), problem.kinds)
         order = np.lexsort((obj[:, 0], _rank(obj)))
         alive = alive[order[: max(1, int(np.ceil(len(alive) / eta)))]]
     for i in alive:
-        if problem.spent >= cost:
-            return
+        if budget is not None and not budget.fits(i, problem.n_levels - 1):
+            return False
         problem.evaluate(i, problem.n_levels - 1)
         full.append(int(i))
+    return True
 
 
-def successive_halving(problem, eta=2, finish_search=True):
+def successive_halving(problem, eta=2, finish_search=True, cost=None):
     """Multi-objective successive halving over the landmarks.
 
     Every candidate is evaluated at the first landmark; at each landmark the
@@ -126,35 +191,61 @@ def successive_halving(problem, eta=2, finish_search=True):
     next; the survivors of the last landmark are evaluated in full. Returns
     the :class:`SearchResult` (or, with ``finish_search=False``, the list of
     candidates evaluated in full).
+
+    With ``cost``, the search spends exactly up to it: capped where its own
+    run would cost more (ending with a full fit of its best), and where it
+    would cost less, the rest goes to full fits of the candidates it halved
+    away, best at the highest landmark first.
     """
     problem.reset()
     full = []
-    _halve(problem, np.arange(problem.n_candidates), 0, eta, full)
+    if cost is None:
+        _halve(problem, np.arange(problem.n_candidates), 0, eta, full)
+        return finish(problem, full) if finish_search else full
+    budget = _Budget(problem, cost, full)
+    if _halve(problem, np.arange(problem.n_candidates), 0, eta, full, budget):
+        while (best := _best_partial(problem, full)) is not None:
+            if problem.spent + _price(problem, best, problem.n_levels - 1) > cost:
+                break
+            problem.evaluate(best, problem.n_levels - 1)
+            full.append(int(best))
+    else:
+        budget.finish()
     return finish(problem, full) if finish_search else full
 
 
 def hyperband(problem, cost, eta=2, random_state=None):
-    """Hyperband-style brackets of successive halving until ``cost`` is spent.
+    """Hyperband's brackets of successive halving, within ``cost``.
 
     Bracket ``b`` draws ``ceil(n / eta**b)`` candidates not yet evaluated in
     full, at random, and runs successive halving on them from landmark ``b``
-    (the last bracket evaluates its draw in full directly). Brackets cycle
-    from the most exploratory until the cost is spent.
+    (the last bracket evaluates its draw in full directly). The brackets run
+    in Hyperband's order, the most exploratory first, and cycle until the
+    budget is spent. No evaluation takes it over ``cost``, and while nothing
+    has been evaluated in full the price of a full fit of the best candidate
+    seen is kept back for the final full fit.
     """
     problem.reset()
     rng = check_random_state(random_state)
     full = []
+    budget = _Budget(problem, cost, full)
     n, top = problem.n_candidates, problem.n_levels - 1
-    while problem.spent < cost and len(full) < n:
+    running = True
+    while running and len(full) < n:
         before = len(problem.evaluated)
         for b in range(top + 1):
             left = np.setdiff1d(np.arange(n), full)
-            if problem.spent >= cost or not len(left):
+            if not len(left):
                 break
             k = min(len(left), int(np.ceil(n / eta**b)))
-            _halve(problem, rng.choice(left, k, replace=False), b, eta, full, cost)
+            if not _halve(
+                problem, rng.choice(left, k, replace=False), b, eta, full, budget
+            ):
+                running = False
+                break
         if len(problem.evaluated) == before:
             break
+    budget.finish()
     return finish(problem, full)
 
 
