@@ -83,7 +83,7 @@ def constant_models(problems, policy):
 
         models.append(
             {
-                None: [fit("mean", k) for k in range(2)],
+                "mean": [fit("mean", k) for k in range(2)],
                 policy.quantile_: [
                     fit("quantile", k, quantile=policy.quantile_) for k in range(2)
                 ],
