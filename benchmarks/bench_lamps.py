@@ -14,9 +14,10 @@ Parts
    exploratory first) and random order, the last three each given exactly
    the cost LAMPS spent on that data set: no evaluation takes them over it
    (the replay knows every cost in advance, which favours them), a capped
-   search keeps back the price of a final full fit of its best, and
-   successive halving spends what its own run leaves on full fits of the
-   candidates it halved away. The hypervolume-versus-cost curve of each:
+   search keeps back the price of a final full fit of its best, and what a
+   search leaves goes to full fits of the candidates it saw at landmarks,
+   best first, skipping one that does not fit (random order skips for the
+   next candidate). The hypervolume-versus-cost curve of each:
    LAMPS at budgets 0.05 to 1.0 of its predicted full cost, every baseline
    at the cost LAMPS spent at each, and the area under the ratio against
    the cost's share of the exhaustive cost. Ablations: no

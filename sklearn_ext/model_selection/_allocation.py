@@ -123,27 +123,34 @@ class _Budget:
         return p.spent + _price(p, i, level) + self._reserve(i, level) <= self.cost
 
     def finish(self):
-        """Evaluate in full the best candidate seen at a landmark, if it fits."""
-        p = self.problem
-        best = _best_partial(p, self.full)
-        if best is not None and p.spent + _price(p, best, p.n_levels - 1) <= self.cost:
-            p.evaluate(best, p.n_levels - 1)
-            self.full.append(int(best))
+        """Spend what is left on full fits of the candidates seen at landmarks.
+
+        Best first (the highest landmark reached, then the lowest error
+        there); one that does not fit is skipped for the next.
+        """
+        p, top = self.problem, self.problem.n_levels - 1
+        skipped = set()
+        while (best := _best_partial(p, self.full + sorted(skipped))) is not None:
+            if p.spent + _price(p, best, top) <= self.cost:
+                p.evaluate(best, top)
+                self.full.append(int(best))
+            else:
+                skipped.add(int(best))
 
 
 def random_search(problem, cost, random_state=None):
     """Evaluate candidates in full in a random order, within ``cost``.
 
-    It stops before the first evaluation that would take it over ``cost``.
+    A candidate whose full fit would take it over ``cost`` is skipped for the
+    next one, so that the budget is used as fully as the costs allow.
     """
     problem.reset()
     rng = check_random_state(random_state)
     full = []
     for i in rng.permutation(problem.n_candidates):
-        if problem.spent + _price(problem, i, problem.n_levels - 1) > cost:
-            break
-        problem.evaluate(i, problem.n_levels - 1)
-        full.append(int(i))
+        if problem.spent + _price(problem, i, problem.n_levels - 1) <= cost:
+            problem.evaluate(i, problem.n_levels - 1)
+            full.append(int(i))
     return finish(problem, full)
 
 
@@ -192,10 +199,10 @@ def successive_halving(problem, eta=2, finish_search=True, cost=None):
     the :class:`SearchResult` (or, with ``finish_search=False``, the list of
     candidates evaluated in full).
 
-    With ``cost``, the search spends exactly up to it: capped where its own
-    run would cost more (ending with a full fit of its best), and where it
-    would cost less, the rest goes to full fits of the candidates it halved
-    away, best at the highest landmark first.
+    With ``cost``, the search spends up to it and no more: capped where its
+    own run would cost more, and what is left (after the cap or the run)
+    goes to full fits of the candidates seen at landmarks, best first
+    (:meth:`_Budget.finish`).
     """
     problem.reset()
     full = []
@@ -203,14 +210,8 @@ def successive_halving(problem, eta=2, finish_search=True, cost=None):
         _halve(problem, np.arange(problem.n_candidates), 0, eta, full)
         return finish(problem, full) if finish_search else full
     budget = _Budget(problem, cost, full)
-    if _halve(problem, np.arange(problem.n_candidates), 0, eta, full, budget):
-        while (best := _best_partial(problem, full)) is not None:
-            if problem.spent + _price(problem, best, problem.n_levels - 1) > cost:
-                break
-            problem.evaluate(best, problem.n_levels - 1)
-            full.append(int(best))
-    else:
-        budget.finish()
+    _halve(problem, np.arange(problem.n_candidates), 0, eta, full, budget)
+    budget.finish()
     return finish(problem, full) if finish_search else full
 
 
@@ -221,9 +222,10 @@ def hyperband(problem, cost, eta=2, random_state=None):
     full, at random, and runs successive halving on them from landmark ``b``
     (the last bracket evaluates its draw in full directly). The brackets run
     in Hyperband's order, the most exploratory first, and cycle until the
-    budget is spent. No evaluation takes it over ``cost``, and while nothing
-    has been evaluated in full the price of a full fit of the best candidate
-    seen is kept back for the final full fit.
+    budget is spent. No evaluation takes it over ``cost``; while nothing has
+    been evaluated in full the price of a full fit of the best candidate
+    seen is kept back, and what is left at the end goes to full fits of the
+    candidates seen at landmarks, best first.
     """
     problem.reset()
     rng = check_random_state(random_state)
