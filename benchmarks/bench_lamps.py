@@ -17,7 +17,9 @@ Parts
    search keeps back the price of a final full fit of its best, and what a
    search leaves goes to full fits of the candidates it saw at landmarks,
    best first, skipping one that does not fit (random order skips for the
-   next candidate). The hypervolume-versus-cost curve of each:
+   next candidate, which reads each fit's cost in advance; a second random
+   row stops at the first fit that would go over, as a search that cannot
+   know costs would). The hypervolume-versus-cost curve of each:
    LAMPS at budgets 0.05 to 1.0 of its predicted full cost, every baseline
    at the cost LAMPS spent at each, and the area under the ratio against
    the cost's share of the exhaustive cost. Ablations: no
@@ -121,6 +123,9 @@ def _budget_curves(problem, policy, seed, curves):
         hv["random (equal cost)"].append(
             random_search(problem, ours.spent, random_state=seed).hv_ratio
         )
+        hv["random (equal cost, stops at the first fit past it)"].append(
+            random_search(problem, ours.spent, random_state=seed, skip=False).hv_ratio
+        )
     order = np.argsort(spent, kind="stable")
     x = np.asarray(spent)[order]
     for name, values in hv.items():
@@ -133,6 +138,7 @@ CURVE_METHODS = (
     "successive halving (equal cost)",
     "Hyperband brackets (equal cost)",
     "random (equal cost)",
+    "random (equal cost, stops at the first fit past it)",
 )
 
 
@@ -175,6 +181,10 @@ def lcdb_part(seeds):
                 hyperband(p, ours.spent, random_state=seed),
             )
             add("random (equal cost)", random_search(p, ours.spent, random_state=seed))
+            add(
+                "random (equal cost, stops at the first fit past it)",
+                random_search(p, ours.spent, random_state=seed, skip=False),
+            )
             _budget_curves(p, policy, seed, curves)
             add("ablation: no learned predictor", _replay(p, const, q, tau, c))
             add("ablation: no optimism (median)", median.search(p))
@@ -392,6 +402,7 @@ _LCDB_ROWS = {
     "sh_equal": "successive halving (equal cost)",
     "hb": "Hyperband brackets (equal cost)",
     "random": "random (equal cost)",
+    "random_stop": "random (equal cost, stops at the first fit past it)",
     "no_predictor": "ablation: no learned predictor",
     "no_optimism": "ablation: no optimism (median)",
     "no_landmarks": "ablation: no intermediate landmarks",

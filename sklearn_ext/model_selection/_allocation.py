@@ -138,11 +138,14 @@ class _Budget:
                 skipped.add(int(best))
 
 
-def random_search(problem, cost, random_state=None):
+def random_search(problem, cost, random_state=None, skip=True):
     """Evaluate candidates in full in a random order, within ``cost``.
 
-    A candidate whose full fit would take it over ``cost`` is skipped for the
-    next one, so that the budget is used as fully as the costs allow.
+    With ``skip``, a candidate whose full fit would take it over ``cost`` is
+    skipped for the next one, so that the budget is used as fully as the
+    costs allow (this reads every full fit's cost in advance). Without, the
+    search stops at the first such fit, as one that cannot know a fit's cost
+    before running it would (it would run it and lose it to the deadline).
     """
     problem.reset()
     rng = check_random_state(random_state)
@@ -151,6 +154,8 @@ def random_search(problem, cost, random_state=None):
         if problem.spent + _price(problem, i, problem.n_levels - 1) <= cost:
             problem.evaluate(i, problem.n_levels - 1)
             full.append(int(i))
+        elif not skip:
+            break
     return finish(problem, full)
 
 
