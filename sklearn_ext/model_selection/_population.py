@@ -33,12 +33,24 @@ from sklearn_ext.utils._messages import progress, warn
 from sklearn_ext.utils._sklearn_compat import _safe_indexing
 from sklearn_ext.utils._torch import child_seeds
 
-__all__ = ["_Population", "_progress_stalled", "lineage", "propose_settings"]
+__all__ = [
+    "_Population",
+    "_progress_stalled",
+    "lineage",
+    "propose_settings",
+    "slow_horizon",
+]
 
 # Defaults from the authors' configuration (github.com/AwesomeLemon/IPBT,
 # config/algo/ipbt.yaml and pbt.yaml) unless noted.
-_SLOW_STEPS = 15  # "too slow": the z-scored best rose less than 1 in 15 steps
-_STALL_WINDOW = 2 * _SLOW_STEPS  # ready steps the detector looks at (ours)
+# "Too slow": the z-scored best rose less than 1 in 15 ready steps, which at
+# the authors' first interval (1% of the budget) is 15% of the schedule. Ours:
+# the horizon is that fraction of the schedule, counted in ready steps of the
+# first interval, so that it scales with the budget (15 steps at the default
+# 1% interval, 3 when the first interval is 5% of the budget); at least 2.
+_SLOW_FRACTION = 0.15
+_SLOW_STEPS = 15  # the horizon at the authors' first interval
+_MIN_SLOW_STEPS = 2
 _BO_HISTORY = 128  # most recent starts the restart optimiser fits (ours)
 _BO_CANDIDATES = 512
 _BO_KAPPA = 2.0
@@ -83,16 +95,27 @@ def _rank_value(score):
     return score if np.isfinite(score) else -np.inf
 
 
-def _progress_stalled(best_scores, slow_steps=_SLOW_STEPS, window=_STALL_WINDOW):
+def slow_horizon(per_member, interval):
+    """Ready steps of the "too slow" test for a schedule of ``per_member`` steps.
+
+    15% of the schedule in ready steps of the first ``interval`` (the authors'
+    15 steps at their first interval of 1% of the budget), at least 2.
+    """
+    return max(_MIN_SLOW_STEPS, round(_SLOW_FRACTION * per_member / interval))
+
+
+def _progress_stalled(best_scores, slow_steps=_SLOW_STEPS):
     """IPBT's stagnation test on the per-step best score of the current run.
 
-    The last ``window`` best scores are z-scored and smoothed by a Gaussian
-    process over the step index. The test fails (returns True) when the smoothed
-    best did not rise at the last step, or when it rose by less than one
-    standard deviation over the last ``slow_steps`` steps. A steady rise never
-    fails: over a window of 30 steps a straight line rises by 1.7 standard
-    deviations every 15 steps.
+    The last ``2 * slow_steps`` best scores (the window) are z-scored and
+    smoothed by a Gaussian process over the step index with a length scale of
+    one window. The test fails (returns True) when the smoothed best did not
+    rise at the last step, or when it rose by less than one standard deviation
+    over the last ``slow_steps`` steps. A steady rise never fails: over the
+    window a straight line rises by 1.7 standard deviations every
+    ``slow_steps`` steps, whatever the window's length.
     """
+    window = 2 * slow_steps
     b = np.asarray(best_scores, dtype=float)[-window:]
     b = b[np.isfinite(b)]
     if len(b) < 2:
@@ -102,8 +125,10 @@ def _progress_stalled(best_scores, slow_steps=_SLOW_STEPS, window=_STALL_WINDOW)
         return True
     z = (b - b.mean()) / sd
     # Fixed hyperparameters: unit signal variance (z-scores), a length scale of
-    # 30 steps and noise variance 0.3. A smooth trend, cheap at every ready step.
-    idx = (np.arange(len(z), dtype=float) - (len(z) - 1) / 2)[:, None] / 10.0
+    # one window (RBF 3 on steps divided by window / 3) and noise variance 0.3.
+    # A smooth trend, cheap at every ready step.
+    idx = (np.arange(len(z), dtype=float) - (len(z) - 1) / 2)[:, None]
+    idx = idx / (window / 3.0)
     kernel = ConstantKernel(1.0, "fixed") * RBF(3.0, "fixed") + WhiteKernel(
         0.3, "fixed"
     )
@@ -300,9 +325,16 @@ class _Population:
 
     def _record(self, members, params, origins, results, run, ready_step, start, stop):
         current = []
+        k = self.owner.selection_window
         for i, (hp, origin, res) in enumerate(zip(params, origins, results)):
             split_scores = {m: [c[1][m] for c in res] for m in self.metrics}
             score = float(np.mean(split_scores[self.rank_metric]))
+            # The scores of the same weights at their last k ready steps: the
+            # member's own rows and, through exploit copies, those it copied.
+            # Fresh and shrunk-and-perturbed weights start a new trajectory.
+            recent = [score]
+            if origin["weights_from"] in ("continue", "exploit"):
+                recent = (self.rows[origin["parent"]]["recent"] + recent)[-k:]
             row = {
                 "run": run,
                 "ready_step": ready_step,
@@ -310,6 +342,8 @@ class _Population:
                 "start": start,
                 "stop": stop,
                 "score": score,
+                "recent": recent,
+                "selection": float(np.mean([_rank_value(v) for v in recent])),
                 "split_scores": split_scores,
                 "params": dict(hp),
                 "fit_times": [c[2] for c in res],
@@ -318,8 +352,10 @@ class _Population:
             }
             self.rows.append(row)
             current.append(len(self.rows) - 1)
-            if _rank_value(score) > self.best_score or self.best_row < 0:
-                self.best_score = _rank_value(score)
+            # The pick is re-evaluated: ranked by the mean of its last k scores,
+            # not by one score, the best of hundreds of noisy ones.
+            if row["selection"] > self.best_score or self.best_row < 0:
+                self.best_score = row["selection"]
                 self.best_row = len(self.rows) - 1
                 self.best_snapshot = copy.deepcopy(members[i])
         return current
@@ -349,6 +385,7 @@ class _Population:
         pop = s.population_size
         self.per_member = per_member
         self.intervals = [interval]
+        self.slow_steps = slow_horizon(per_member, interval)
         horizon = per_member
         size, cost = self._start_size(0, horizon, interval)
         horizon -= cost
@@ -391,7 +428,8 @@ class _Population:
                 if t >= horizon:
                     break
                 if s.restarts:
-                    fails = fails + 1 if _progress_stalled(run_best) else 0
+                    stalled = _progress_stalled(run_best, self.slow_steps)
+                    fails = fails + 1 if stalled else 0
                     longer = interval * s.interval_multiplier
                     if fails >= s.patience and horizon - t >= 2 * longer:
                         interval = longer
@@ -584,6 +622,7 @@ class _Population:
         rows = self.rows
         out = self._lineage_columns()
         out["score"] = np.array([r["score"] for r in rows])
+        out["selection_score"] = np.array([r["selection"] for r in rows])
         for k in range(len(self.folds)):
             out[f"split{k}_score"] = np.array(
                 [r["split_scores"][self.rank_metric][k] for r in rows]
@@ -600,7 +639,9 @@ class _Population:
         score on validation split k, its mean and standard deviation over the
         splits, ``rank_test_<metric>`` ranks the rows (1 is best; NaN last);
         ``<metric>`` is "score" for one scorer. Fit and score times are per
-        split. The lineage columns (``run``, ``ready_step``, ``member``,
+        split. ``selection_score`` is the mean of the ranking metric over the
+        row's last ``selection_window`` ready steps (see ``IPBTSearchCV``).
+        The lineage columns (``run``, ``ready_step``, ``member``,
         ``start``, ``stop``, ``parent``, ``weights_from``, ``params_from``,
         ``seed``) give the schedules.
         """
@@ -623,5 +664,6 @@ class _Population:
             out[f"std_test_{suffix}"] = split.std(axis=1)
             ranked = np.where(np.isfinite(mean), -mean, np.inf)
             out[f"rank_test_{suffix}"] = rankdata(ranked, method="min").astype(np.int32)
+        out["selection_score"] = np.array([r["selection"] for r in rows])
         out.update(self._lineage_columns())
         return out
