@@ -178,7 +178,12 @@ CANDIDATES = [
 @pytest.mark.parametrize("policy", ["meta", "successive_halving", "exhaustive"])
 def test_selector_front_is_the_front_of_its_full_evaluations(policy):
     X, y = _data()
-    sel = ParetoModelSelector(CANDIDATES, policy=policy, random_state=0).fit(X, y)
+    # 267 rows per training fold: below exhaustive_below, so switch the
+    # small-data fallback off for the meta policy to run its landmarks.
+    sel = ParetoModelSelector(
+        CANDIDATES, policy=policy, exhaustive_below=None, random_state=0
+    ).fit(X, y)
+    assert not sel.fallback_
     top = len(sel.landmarks) if policy != "exhaustive" else 0
     full = [h for h in sel.history_ if h["level"] == "full"]
     assert {h["candidate"] for h in full} == set(np.flatnonzero(sel.levels_ == top))
@@ -190,11 +195,65 @@ def test_selector_front_is_the_front_of_its_full_evaluations(policy):
         )
     }
     assert set(sel.pareto_front_["candidates"]) == front
-    assert sel.spent_ == pytest.approx(sum(h["seconds"] for h in sel.history_))
+    # spent_ counts every evaluation and the refits of the front on all of X.
+    evaluations = sum(h["seconds"] for h in sel.history_)
+    assert sel.refit_time_ > 0
+    assert sel.spent_ == pytest.approx(evaluations + sel.refit_time_)
+    res = sel.cv_results_
+    assert len(res["candidate"]) == len(sel.history_)
+    assert res["on_front"].sum() == len(sel.pareto_front_["candidates"])
+    np.testing.assert_allclose(
+        res["mean_test_error"], [h["error"] for h in sel.history_]
+    )
+    np.testing.assert_allclose(res["mean_test_error"], 1 - res["mean_test_score"])
+    at_landmark = res["level"] < top
+    assert (res["rank_test_score"].mask == at_landmark).all()
     assert 0 < sel.hypervolume_ <= 1.1**2
     assert sel.predict(X).shape == y.shape
     if policy == "exhaustive":
         assert all(h["level"] == "full" for h in sel.history_)
+
+
+def test_small_data_falls_back_to_the_exhaustive_search():
+    X, y = _data()  # 267 rows per training fold, under the default 1000
+    sel = ParetoModelSelector(CANDIDATES, random_state=0).fit(X, y)
+    ex = ParetoModelSelector(CANDIDATES, policy="exhaustive", random_state=0)
+    ex.fit(X, y)
+    assert sel.fallback_ and not ex.fallback_
+    assert all(h["level"] == "full" for h in sel.history_)
+    assert (sel.levels_ == len(sel.landmarks)).all()
+    # the same evaluations (fit times differ by timing noise, errors do not)
+    for res in (sel.cv_results_, ex.cv_results_):
+        np.testing.assert_array_equal(res["candidate"], np.arange(len(CANDIDATES)))
+    np.testing.assert_array_equal(
+        sel.cv_results_["mean_test_error"], ex.cv_results_["mean_test_error"]
+    )
+    below = ParetoModelSelector(CANDIDATES, exhaustive_below=200, random_state=0)
+    assert not below.fit(X, y).fallback_
+
+
+def test_scoring_gives_the_error_and_extra_objectives():
+    X, y = _data()
+    sel = ParetoModelSelector(
+        CANDIDATES[1:],
+        objectives=("error", "roc_auc", "fit_time"),
+        scoring=["balanced_accuracy", "roc_auc"],
+        policy="exhaustive",
+        random_state=0,
+    ).fit(X, y)
+    res = sel.cv_results_
+    for name in ("balanced_accuracy", "roc_auc"):
+        assert f"split2_test_{name}" in res and f"rank_test_{name}" in res
+    # "error" is the loss of the first scorer, a scorer objective its own loss
+    np.testing.assert_allclose(
+        res["mean_test_error"], 1 - res["mean_test_balanced_accuracy"]
+    )
+    rows = {c: i for i, c in enumerate(res["candidate"])}
+    for c, obj in zip(sel.pareto_front_["candidates"], sel.pareto_front_["objectives"]):
+        assert obj[1] == pytest.approx(1 - res["mean_test_roc_auc"][rows[c]])
+    assert sel.pareto_front_["objectives"].shape[1] == 3
+    pd = pytest.importorskip("pandas")
+    assert len(pd.DataFrame(res)) == len(CANDIDATES) - 1
 
 
 def test_select_scalarises_the_front():
@@ -240,7 +299,14 @@ def test_regression_candidates():
     [
         ({"candidates": [GaussianNB()]}, "at least two candidates"),
         ({"objectives": ("error", "memory")}, "objectives must be distinct names"),
-        ({"objectives": ("fit_time",)}, "must include 'error' or 'log_loss'"),
+        ({"objectives": ("fit_time",)}, "must include a quality objective"),
+        ({"scoring": "no_such_scorer"}, "not a valid scoring value"),
+        ({"objectives": ("roc_auc", "fit_time")}, "objectives must be distinct"),
+        (
+            {"objectives": ("roc_auc", "fit_time"), "scoring": "roc_auc"},
+            "policy='meta' needs the objective 'error'",
+        ),
+        ({"scoring": {"error": "accuracy"}}, "also a built-in objective"),
         ({"objectives": ("error", "error")}, "distinct"),
         (
             {

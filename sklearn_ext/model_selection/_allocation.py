@@ -369,6 +369,7 @@ def allocate(
     budget=None,
     deltas=None,
     refine=True,
+    learned=None,
 ):
     """Run one search of the landmark policy (see the module docstring).
 
@@ -397,6 +398,12 @@ def allocate(
         Fraction of the predicted cost of evaluating every candidate in full
         (predicted after the first landmark pass); the search stops before
         an action whose predicted cost would take the spending past it.
+    learned : tuple of bool, default=None
+        Per objective, whether the predicted change applies: the error's to
+        the first objective, the fit time's to a cost. An objective marked
+        False is taken at its measured value until it is measured in full.
+        None marks all True (every error-kind objective moves with the
+        error, every cost with the fit time).
 
     Returns
     -------
@@ -429,10 +436,12 @@ def allocate(
         for target, (d_err, d_time) in zip((mean, low), predicted):
             target[i, 0] = here[0] + d_err
             for j in range(1, n_obj):
-                target[i, j] = here[j] + (d_time if j in cost_cols else d_err)
+                change = d_time if j in cost_cols else d_err
+                target[i, j] = here[j] + (change if learned[j] else 0.0)
         full_time[i] = costs[i, lv] * 10 ** predicted[0][1]
         low[i] = np.minimum(low[i], mean[i])
 
+    learned = (True,) * n_obj if learned is None else tuple(learned)
     level = np.zeros(n, dtype=int)
     for i in range(n):
         observe(i, 0)
