@@ -119,7 +119,7 @@ def demo_split(lcdb):
 #: pair the policy search of ``MetaAllocationPolicy(random_state=0)`` picks on
 #: the demo's meta-training split (:func:`demo_split`), recorded in
 #: ``benchmarks/results/lamps_policy.md`` (``bench_lamps.py --part policy``).
-DEFAULT_PAIR = (0.05, 0.03)
+DEFAULT_PAIR = (0.05, 0.02)
 
 
 @lru_cache(maxsize=1)
