@@ -1177,6 +1177,7 @@ LEDGER = {
                 "mean normalised rank",
                 fmt=".3f",
             ),
+            Claim("pbt4_rank", "PBT k=4", "mean normalised rank", fmt=".3f"),
             Claim(
                 "ipbt_at_median",
                 "IPBT",
