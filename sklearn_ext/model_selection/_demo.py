@@ -144,7 +144,6 @@ def demo_MetaAllocationPolicy():
     from sklearn_ext.datasets import load_lcdb_curves
     from sklearn_ext.model_selection import MetaAllocationPolicy
     from sklearn_ext.model_selection._allocation import successive_halving
-
     from sklearn_ext.model_selection._lamps import DEFAULT_PAIR, demo_split
 
     lcdb = load_lcdb_curves()
