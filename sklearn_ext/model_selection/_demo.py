@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 SECONDS = {
     "IPBTSearchCV": 4,
     "MetaAllocationPolicy": 5,
-    "ParetoModelSelector": 6,
+    "ParetoModelSelector": 23,
 }
 
 
