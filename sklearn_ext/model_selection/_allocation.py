@@ -370,6 +370,7 @@ def allocate(
     deltas=None,
     refine=True,
     learned=None,
+    choose=None,
 ):
     """Run one search of the landmark policy (see the module docstring).
 
@@ -404,6 +405,13 @@ def allocate(
         False is taken at its measured value until it is measured in full.
         None marks all True (every error-kind objective moves with the
         error, every cost with the fit time).
+    choose : callable, default=None
+        A learned policy in place of the rule: ``choose(features, actions)``
+        gets one row of :func:`action_features` per action (every candidate
+        not yet in full, to its next landmark and to the full set, within the
+        budget) and the ``(candidate, level, price)`` of each, and returns
+        the index of the action to take, or -1 to stop. None is the rule
+        (``threshold`` and ``cost_exponent``).
 
     Returns
     -------
@@ -459,6 +467,21 @@ def allocate(
             return normalised_hypervolume(np.vstack([front, point]), lo, hi) - base
 
         g_opt = np.array([gain(low[i]) for i in cand])
+        if choose is not None:
+            g_mean = np.array([gain(mean[i]) for i in cand])
+            feats, actions = action_features(
+                cand, level, top, g_opt, g_mean, costs, sizes, full_time, spent
+            )
+            if budget is not None:
+                ok = [a for a in range(len(actions)) if spent + actions[a][2] <= cap]
+                feats, actions = feats[ok], [actions[a] for a in ok]
+            j = int(choose(feats, actions)) if len(actions) else -1
+            if j < 0:
+                break
+            i, lv, _ = actions[j]
+            level[i] = lv
+            observe(i, lv)
+            continue
         keep = g_opt > threshold
         if not keep.any():
             break
@@ -480,6 +503,48 @@ def allocate(
         level[cand[j]] = nxt[j]
         observe(cand[j], nxt[j])
     return level
+
+
+def action_features(cand, level, top, g_opt, g_mean, costs, sizes, full_time, spent):
+    """Features of every allocation action in a state, and the actions.
+
+    Per candidate not yet in full, two actions (one when its next landmark is
+    the full set): to its next landmark and to the full set. The features are
+    scale-free, so that one policy applies to problems of any cost: the
+    candidate's optimistic and expected hypervolume gains, whether the action
+    goes to the full set, the candidate's landmark as a fraction of the top,
+    the action's predicted price and the cost spent so far as shares of the
+    predicted cost of evaluating every candidate in full (log10), the share
+    of candidates in full, and the optimistic gain per share of cost (log10).
+    Returns ``(features, actions)``: an array of shape (n_actions, 8) and a
+    list of ``(candidate, level, predicted price)``.
+    """
+    total = max(float(full_time.sum()), 1e-12)
+    done = float(np.mean(level == top))
+    rows, actions = [], []
+    for k, i in enumerate(cand):
+        lv = level[i]
+        options = [top] if lv == top - 1 else [lv + 1, top]
+        for nxt in options:
+            if nxt == top:
+                price = full_time[i]
+            else:
+                price = costs[i, lv] * sizes[i, nxt] / sizes[i, lv]
+            share = max(price / total, 1e-9)
+            rows.append(
+                [
+                    g_opt[k],
+                    g_mean[k],
+                    float(nxt == top),
+                    lv / top,
+                    np.log10(share),
+                    np.log10(max(spent / total, 1e-9)),
+                    done,
+                    np.log10(max(g_opt[k], 1e-9) / share),
+                ]
+            )
+            actions.append((int(i), int(nxt), float(price)))
+    return np.array(rows, dtype=np.float64).reshape(-1, 8), actions
 
 
 def _replay(
