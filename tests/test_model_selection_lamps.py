@@ -351,3 +351,30 @@ def test_policy_bad_input(lcdb):
         MetaAllocationPolicy(landmarks=(0.5, 0.1)).fit(lcdb)
     with pytest.raises(ValueError, match="quantiles must be"):
         MetaAllocationPolicy(quantiles=(0.7,)).fit(lcdb)
+
+
+# --- the learned allocation policy ---------------------------------------------
+
+
+def test_learned_policy_prices_cost_as_its_reward_says(lcdb, split):
+    from sklearn_ext.model_selection._allocation_rl import fit_q_policy, q_search
+
+    train, test = split
+    policy = MetaAllocationPolicy(
+        quantiles=(0.05,), thresholds=(0.02,), max_iter=50, random_state=0
+    ).fit(lcdb, datasets=train[:60])
+    problems = [policy.problem(lcdb, d) for d in train[60:72]]
+    held_out = [policy.problem(lcdb, d) for d in test[:10]]
+    groups = [([p for p in problems if p is not None], policy.models_)]
+    q, t = policy.quantile_, policy.threshold_
+    results = {}
+    for lam in (0.0, 50.0):
+        qf = fit_q_policy(groups, q, t, lam=lam, n_iter=2, random_state=0)
+        results[lam] = [q_search(p, policy.models_, q, qf) for p in held_out if p]
+    # Free evaluations: the learned policy evaluates until the front is found.
+    assert np.mean([r.hv_ratio for r in results[0.0]]) > 0.95
+    # Evaluations priced far above any gain: it evaluates little in full.
+    saved = {lam: np.mean([r.time_saved for r in res]) for lam, res in results.items()}
+    full = {lam: np.mean([len(r.full) for r in res]) for lam, res in results.items()}
+    assert saved[50.0] > saved[0.0] + 0.3
+    assert full[50.0] < full[0.0] / 2
