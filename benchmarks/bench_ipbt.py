@@ -1064,6 +1064,24 @@ _ABLATION_COLUMNS = {
 }
 
 
+def _restart_share(steps=None):
+    """Share of the runs (of ``steps`` per member, or all) with a restart."""
+
+    def compute(rows):
+        return float(
+            np.mean(
+                [
+                    int(c) > 0
+                    for r in rows
+                    if steps is None or r["steps per member"] == steps
+                    for c in r["restarts per seed"].split(",")
+                ]
+            )
+        )
+
+    return compute
+
+
 def _mean_optimism(column):
     def compute(rows):
         return float(np.mean([r[column] for r in rows if r.get(column) is not None]))
@@ -1260,15 +1278,7 @@ LEDGER = {
                 metric="share of the runs (data sets x budgets x seeds) with at "
                 "least one restart",
                 fmt=".0%",
-                compute=lambda rows: float(
-                    np.mean(
-                        [
-                            int(c) > 0
-                            for r in rows
-                            for c in r["restarts per seed"].split(",")
-                        ]
-                    )
-                ),
+                compute=_restart_share(),
             ),
             Claim(
                 "short_runs_with_restart",
@@ -1277,16 +1287,7 @@ LEDGER = {
                 metric="share of the runs with 20 steps per member with at least "
                 "one restart",
                 fmt=".0%",
-                compute=lambda rows: float(
-                    np.mean(
-                        [
-                            int(c) > 0
-                            for r in rows
-                            if r["steps per member"] == 20
-                            for c in r["restarts per seed"].split(",")
-                        ]
-                    )
-                ),
+                compute=_restart_share(20),
             ),
         ],
     ),

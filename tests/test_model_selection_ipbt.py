@@ -691,11 +691,12 @@ def test_restarts_double_the_interval_and_respect_the_budget():
     assert plain.n_steps_ == 4 * 120 and plain.history_["stop"].max() == 120
 
 
-class _NoisyCurve(BaseEstimator):
+class _NoisyCurve(_Plateau):
     """A validation score that rises for ``rise`` steps (or for ever) plus noise.
 
-    ``true_score`` is the noiseless quality; ``score`` adds N(0, noise²) drawn
-    from (random_state, step), so that every member sees its own noise.
+    Trains as ``_Plateau``. ``true_score`` is the noiseless quality; ``score``
+    adds N(0, noise²) drawn from (random_state, step), so that every member
+    sees its own noise.
     """
 
     def __init__(self, rate=1.0, rise=3, noise=0.02, random_state=None):
@@ -703,16 +704,6 @@ class _NoisyCurve(BaseEstimator):
         self.rise = rise
         self.noise = noise
         self.random_state = random_state
-
-    def fit(self, X=None, y=None):
-        self.t_ = 0
-        return self
-
-    def partial_fit(self, X=None, y=None):
-        if not hasattr(self, "t_"):
-            self.fit()
-        self.t_ += 1
-        return self
 
     def true_score(self):
         steps = self.t_ if self.rise is None else min(self.t_, self.rise)

@@ -574,12 +574,21 @@ class ParetoModelSelector(MetaEstimatorMixin, BaseEstimator):
             )
         return cands, task, objectives, landmarks, scorers
 
-    def _policy(self, landmarks):
-        policy = default_meta_policy() if self.meta_policy is None else self.meta_policy
-        check_is_fitted(policy, "models_")
-        if len(policy.models_) != len(landmarks):
+    def _policy(self, landmarks, load=True):
+        """The meta policy, checked against ``landmarks``. With ``load=False``
+        only the check: the default policy is not fitted for it."""
+        policy = None
+        if self.meta_policy is None and not load:
+            n = len(MetaAllocationPolicy().landmarks)  # the default policy's
+        else:
+            policy = (
+                default_meta_policy() if self.meta_policy is None else self.meta_policy
+            )
+            check_is_fitted(policy, "models_")
+            n = len(policy.models_)
+        if n != len(landmarks):
             raise ValueError(
-                f"meta_policy was learned with {len(policy.models_)} landmarks; "
+                f"meta_policy was learned with {n} landmarks; "
                 f"landmarks has {len(landmarks)}."
             )
         return policy
@@ -638,12 +647,13 @@ class ParetoModelSelector(MetaEstimatorMixin, BaseEstimator):
         live = _LiveProblem(self, X, y, splits, orders, rows, names, scorers)
         top = len(landmarks)
 
-        # The meta policy is checked against the landmarks even where the
-        # small-data fallback then leaves it unused.
-        policy = self._policy(landmarks) if self.policy == "meta" else None
         n_fold = float(rows[:, -1].mean()) if len(rows) else 0.0
         small = self.exhaustive_below is not None and n_fold < self.exhaustive_below
         self.fallback_ = bool(self.policy == "meta" and small)
+        # The meta policy is checked against the landmarks even where the
+        # small-data fallback leaves it unused (without fitting the default).
+        if self.policy == "meta":
+            policy = self._policy(landmarks, load=not self.fallback_)
         if self.policy == "exhaustive" or self.fallback_:
             for i in range(len(cands)):
                 live.evaluate(i, top)
