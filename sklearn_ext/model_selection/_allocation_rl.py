@@ -27,15 +27,24 @@ from sklearn.utils import check_random_state
 from sklearn_ext.model_selection._allocation import _table_deltas, allocate
 from sklearn_ext.model_selection._landmarks import finish
 
-__all__ = ["fit_q_policy", "q_search"]
+__all__ = ["fit_q_policy", "fit_stop_policy", "q_search", "stop_search"]
 
 
-def _behaviour(feats, threshold):
-    """The exploring episodes' base policy: the action of best optimistic gain
-    per share of cost among those whose optimistic gain clears ``threshold``
-    (the rule's score with ``cost_exponent=1``, without its choice between a
-    landmark and the full set); -1 when none does."""
-    ok = feats[:, 0] > threshold
+def _rule_action(feats, actions, threshold, explore):
+    """The rule's choice, read from the action features: among candidates
+    whose optimistic gain clears ``explore``, each goes to the full set when
+    its expected gain clears ``threshold`` (or when its next landmark is the
+    full set), else to its next landmark; the action of best optimistic gain
+    per share of cost is taken (-1 when no candidate clears ``explore``).
+    With ``explore == threshold`` this is the rule of
+    :func:`~sklearn_ext.model_selection._allocation.allocate` at
+    ``cost_exponent=1``, action for action."""
+    if not len(actions):
+        return -1
+    cand = np.array([a[0] for a in actions])
+    only = np.bincount(cand)[cand] == 1
+    to_full = (feats[:, 1] > threshold) | only
+    ok = (feats[:, 0] > explore) & (to_full == (feats[:, 2] == 1.0))
     if not ok.any():
         return -1
     return int(np.argmax(np.where(ok, feats[:, 7], -np.inf)))
@@ -66,7 +75,7 @@ def _episode(problem, models, quantile, threshold, eps, rng, lam):
         if not len(actions) or len(decisions) > 3 * problem.n_candidates:
             j = -1
         else:
-            j = _behaviour(feats, threshold)
+            j = _rule_action(feats, actions, threshold, threshold)
             if rng.rand() < eps or (j < 0 and rng.rand() < 0.5):
                 j = int(rng.randint(len(actions)))
         decisions.append((feats, j, actions[j] if j >= 0 else None))
@@ -149,3 +158,115 @@ def q_search(problem, models, quantile, q):
         return j if values[j] > 0 else -1
 
     return _run(problem, models, quantile, choose)
+
+
+def _stop_state(feats, j):
+    """Features of a stopping decision: the state (every action's
+    features summarised) and the action the rule would take next (``j``)."""
+    g_opt, g_mean, ratio = feats[:, 0], feats[:, 1], feats[:, 7]
+    return np.array(
+        [
+            np.log10(max(g_opt.max(), 1e-9)),
+            np.log10(max(g_opt.sum(), 1e-9)),
+            np.log10(max(g_mean.max(), 1e-9)),
+            feats[0, 5],
+            feats[0, 6],
+            float(np.sum(g_opt > 1e-3)),
+            float(np.sum(g_opt > 1e-2)),
+            ratio.max(),
+            feats[j, 0],
+            feats[j, 2],
+            feats[j, 3],
+            feats[j, 4],
+            feats[j, 7],
+            float(len(feats)),
+        ]
+    )
+
+
+def _stopped_run(problem, models, quantile, threshold, explore, stop=None):
+    """The rule's ranking continued down to ``explore``; ``stop(state)``
+    ends the search before an action (never while no candidate is in full).
+    Returns the SearchResult and the decisions taken: (state, action)."""
+    taken = []
+
+    def choose(feats, actions):
+        j = _rule_action(feats, actions, threshold, explore)
+        if j < 0:
+            return -1
+        state = _stop_state(feats, j)
+        if stop is not None and state[4] > 0 and stop(state):
+            return -1
+        taken.append((state, actions[j]))
+        return j
+
+    return _run(problem, models, quantile, choose), taken
+
+
+def _stop_episode(problem, models, quantile, threshold, explore, lam):
+    """States of the rule's continued trajectory and the value of going on
+    from each: the best return of any later stopping point (0: stop now)."""
+    _, taken = _stopped_run(problem, models, quantile, threshold, explore)
+    top = problem.n_levels - 1
+    best = problem.hypervolume(range(problem.n_candidates))
+    ex_cost = problem.exhaustive_cost()
+    full, hv, rewards = [], 0.0, []
+    for _, (i, lv, _) in taken:
+        if lv == top:
+            full.append(i)
+        now = problem.hypervolume(full) / best if best > 0 else 1.0
+        rewards.append((now - hv) - lam * float(problem.costs[i, lv]) / ex_cost)
+        hv = now
+    value, to_go = np.zeros(len(rewards)), 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        to_go = max(0.0, rewards[t] + to_go)
+        value[t] = to_go
+    return [s for s, _ in taken], value
+
+
+def fit_stop_policy(
+    groups, quantile, threshold, explore=0.002, lam=0.02, random_state=None
+):
+    """Learn when to stop: the value of going on, regressed on the state.
+
+    The actions are the rule's, ranked as it ranks them but continued past
+    its stop, down to an optimistic gain of ``explore``. Along each
+    meta-training problem's trajectory every action earns ``r`` (the
+    hypervolume ratio gained minus ``lam`` times its share of the exhaustive
+    cost), and the target of each state is the best sum of rewards of any
+    later stopping point, 0 for stopping now (an optimal-stopping problem on
+    a fixed trajectory, solved by regression as in Longstaff and Schwartz's
+    method, with the realised best continuation as the Monte Carlo target).
+    ``groups`` is a list of ``(problems, models)``, as for
+    :func:`fit_q_policy`. Returns the fitted regressor of the value of going
+    on (see :func:`stop_search`).
+    """
+    from sklearn.ensemble import HistGradientBoostingRegressor  # not at import
+
+    rng = check_random_state(random_state)
+    states, values = [], []
+    for problems, models in groups:
+        for p in problems:
+            s, v = _stop_episode(p, models, quantile, threshold, explore, lam)
+            states += s
+            values.append(v)
+    return HistGradientBoostingRegressor(
+        max_iter=200,
+        learning_rate=0.05,
+        max_leaf_nodes=15,
+        random_state=rng.randint(np.iinfo(np.int32).max),
+    ).fit(np.array(states), np.concatenate(values))
+
+
+def stop_search(problem, models, quantile, threshold, value, margin, explore=0.002):
+    """Replay the rule's ranking with the learned stop: the search ends
+    before an action when the predicted value of going on is at most
+    ``margin`` (and at least one candidate is in full)."""
+    return _stopped_run(
+        problem,
+        models,
+        quantile,
+        threshold,
+        explore,
+        stop=lambda state: value.predict(state[None])[0] <= margin,
+    )[0]
