@@ -378,3 +378,48 @@ def test_learned_policy_prices_cost_as_its_reward_says(lcdb, split):
     full = {lam: np.mean([len(r.full) for r in res]) for lam, res in results.items()}
     assert saved[50.0] > saved[0.0] + 0.3
     assert full[50.0] < full[0.0] / 2
+
+
+def test_learned_stop_follows_the_rule_and_prices_cost(lcdb, split):
+    from sklearn_ext.model_selection._allocation_rl import (
+        _stopped_run,
+        fit_stop_policy,
+        hindsight_stop,
+        stop_search,
+    )
+
+    train, test = split
+    policy = MetaAllocationPolicy(
+        quantiles=(0.05,), thresholds=(0.02,), max_iter=50, random_state=0
+    ).fit(lcdb, datasets=train[:60])
+    q, t = policy.quantile_, policy.threshold_
+    problems = [p for p in (policy.problem(lcdb, d) for d in train[60:72]) if p]
+    held_out = [p for p in (policy.problem(lcdb, d) for d in test[:10]) if p]
+    # Its ranking is the rule's: not continued and never stopped, the same search.
+    for p in held_out[:4]:
+        rule = policy.search(p)
+        ranked = _stopped_run(p, policy.models_, q, t, explore=t)[0]
+        assert (ranked.hv_ratio, ranked.time_saved) == (rule.hv_ratio, rule.time_saved)
+    # No stop beats the best one chosen in hindsight on the same choices.
+    value = fit_stop_policy([(problems, policy.models_)], q, t, random_state=0)
+    for p in held_out:
+        r = stop_search(p, policy.models_, q, t, value, margin=0.0)
+        bound = hindsight_stop(p, policy.models_, q, t)
+        assert r.hv_ratio - 0.02 * (1 - r.time_saved) <= bound + 1e-12
+    results = {}
+    for lam in (0.0, 50.0):
+        value = fit_stop_policy(
+            [(problems, policy.models_)], q, t, lam=lam, random_state=0
+        )
+        results[lam] = [
+            stop_search(p, policy.models_, q, t, value, margin=0.0) for p in held_out
+        ]
+    # Free evaluations: it goes on until the front is found.
+    assert np.mean([r.hv_ratio for r in results[0.0]]) > 0.95
+    # Evaluations priced far above any gain: it stops soon after the first
+    # full fit (it may not stop before one).
+    saved = {lam: np.mean([r.time_saved for r in res]) for lam, res in results.items()}
+    full = {lam: np.mean([len(r.full) for r in res]) for lam, res in results.items()}
+    assert saved[50.0] > saved[0.0] + 0.2
+    assert full[50.0] < full[0.0] - 1
+    assert all(len(r.full) >= 1 for r in results[50.0])

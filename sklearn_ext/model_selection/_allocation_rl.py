@@ -1,21 +1,31 @@
-"""A learned allocation policy: fitted Q-iteration over allocation actions.
+"""Learned allocation policies: fitted Q-iteration, and a learned stop.
 
 The rule of :func:`~sklearn_ext.model_selection._allocation.allocate` scores
 an action by its optimistic hypervolume gain per predicted cost and stops
-below a threshold. Here the policy itself is learned by reinforcement
-learning on meta-training problems (recorded learning curves): episodes are
-replayed with an exploring behaviour policy (the rule, with random actions
-and random continuations past its stop), each action earns the reward
+below a threshold. Two designs learn the policy instead, by reinforcement
+learning on meta-training problems (recorded learning curves); both earn,
+for each action, the reward
 
     r = (hypervolume ratio after it - before it) - lam * cost / exhaustive cost
 
 (the true hypervolume of the candidates evaluated in full, as a share of the
-exhaustive front's), and an action-value function Q(state, action) over the
-scale-free features of :func:`~sklearn_ext.model_selection._allocation.
-action_features` is fitted by fitted Q-iteration with gradient-boosted
-trees. The learned policy takes the action of highest Q and stops when no
-action's Q is positive: the return it maximises is the final hypervolume
+exhaustive front's), so that the return maximised is the final hypervolume
 ratio minus ``lam`` times the share of the exhaustive cost spent.
+
+- :func:`fit_q_policy`: episodes are replayed with an exploring behaviour
+  policy (the rule, with random actions and random continuations past its
+  stop), and an action-value function Q(state, action) over the scale-free
+  features of :func:`~sklearn_ext.model_selection._allocation.
+  action_features` is fitted by fitted Q-iteration with gradient-boosted
+  trees. The policy takes the action of highest Q and stops when no
+  action's Q is positive.
+- :func:`fit_stop_policy`: the actions are the rule's (its score, over the
+  candidates whose optimistic gain clears a lower floor than its threshold,
+  so that the search can go on past where the rule stops); what is learned
+  is when to stop (optimal stopping on that fixed trajectory: the value of
+  going on, regressed on the state).
+  :func:`hindsight_stop` is its bound: the best stop chosen knowing the
+  future.
 """
 
 # Authors: The sklearn_ext developers
@@ -27,7 +37,13 @@ from sklearn.utils import check_random_state
 from sklearn_ext.model_selection._allocation import _table_deltas, allocate
 from sklearn_ext.model_selection._landmarks import finish
 
-__all__ = ["fit_q_policy", "fit_stop_policy", "q_search", "stop_search"]
+__all__ = [
+    "fit_q_policy",
+    "fit_stop_policy",
+    "hindsight_stop",
+    "q_search",
+    "stop_search",
+]
 
 
 def _rule_action(feats, actions, threshold, explore):
@@ -185,8 +201,10 @@ def _stop_state(feats, j):
 
 
 def _stopped_run(problem, models, quantile, threshold, explore, stop=None):
-    """The rule's ranking continued down to ``explore``; ``stop(state)``
-    ends the search before an action (never while no candidate is in full).
+    """The rule's choices with ``explore`` as the floor of the optimistic
+    gain (``threshold`` still decides between a landmark and the full set);
+    ``stop(state)`` ends the search before an action (never while no
+    candidate is in full).
     Returns the SearchResult and the decisions taken: (state, action)."""
     taken = []
 
@@ -204,9 +222,11 @@ def _stopped_run(problem, models, quantile, threshold, explore, stop=None):
 
 
 def _stop_episode(problem, models, quantile, threshold, explore, lam):
-    """States of the rule's continued trajectory and the value of going on
-    from each: the best return of any later stopping point (0: stop now)."""
-    _, taken = _stopped_run(problem, models, quantile, threshold, explore)
+    """The trajectory of :func:`_stopped_run` without a stop: its states,
+    each action's reward, the value of going on from each state (the best
+    sum of rewards of any later stopping point, 0 for stopping now) and the
+    search's result."""
+    result, taken = _stopped_run(problem, models, quantile, threshold, explore)
     top = problem.n_levels - 1
     best = problem.hypervolume(range(problem.n_candidates))
     ex_cost = problem.exhaustive_cost()
@@ -221,7 +241,21 @@ def _stop_episode(problem, models, quantile, threshold, explore, lam):
     for t in range(len(rewards) - 1, -1, -1):
         to_go = max(0.0, rewards[t] + to_go)
         value[t] = to_go
-    return [s for s, _ in taken], value
+    return [s for s, _ in taken], np.array(rewards), value, result
+
+
+def hindsight_stop(problem, models, quantile, threshold, explore=0.002, lam=0.02):
+    """The best return any stop reaches on the trajectory of
+    :func:`stop_search` (the same choices, whatever the stop),
+    chosen in hindsight (knowing every later reward): the bound a learned
+    stop can approach. The return is the hypervolume ratio minus ``lam``
+    times the share of the exhaustive cost spent."""
+    _, rewards, value, result = _stop_episode(
+        problem, models, quantile, threshold, explore, lam
+    )
+    whole = result.hv_ratio - lam * (1.0 - result.time_saved)
+    # stopping before step t drops the rewards from t on
+    return whole - rewards.sum() + (value[0] if len(value) else 0.0)
 
 
 def fit_stop_policy(
@@ -229,8 +263,10 @@ def fit_stop_policy(
 ):
     """Learn when to stop: the value of going on, regressed on the state.
 
-    The actions are the rule's, ranked as it ranks them but continued past
-    its stop, down to an optimistic gain of ``explore``. Along each
+    The actions are the rule's, with ``explore`` (below the rule's
+    ``threshold``) as the floor of the optimistic gain, so that the search
+    can go on past where the rule stops; the stop never changes which action
+    comes next, only whether there is one. Along each
     meta-training problem's trajectory every action earns ``r`` (the
     hypervolume ratio gained minus ``lam`` times its share of the exhaustive
     cost), and the target of each state is the best sum of rewards of any
@@ -247,7 +283,7 @@ def fit_stop_policy(
     states, values = [], []
     for problems, models in groups:
         for p in problems:
-            s, v = _stop_episode(p, models, quantile, threshold, explore, lam)
+            s, _, v, _ = _stop_episode(p, models, quantile, threshold, explore, lam)
             states += s
             values.append(v)
     return HistGradientBoostingRegressor(
@@ -259,7 +295,8 @@ def fit_stop_policy(
 
 
 def stop_search(problem, models, quantile, threshold, value, margin, explore=0.002):
-    """Replay the rule's ranking with the learned stop: the search ends
+    """Replay the rule's choices (floor ``explore``) with the learned stop:
+    the search ends
     before an action when the predicted value of going on is at most
     ``margin`` (and at least one candidate is in full)."""
     return _stopped_run(
