@@ -140,8 +140,8 @@ def test_planted_dominated_expensive_candidate_is_never_fit_in_full(policy):
 
 
 def test_policy_search_respects_the_target(lcdb):
-    problems = [p for d in range(40) if (p := LandmarkProblem.from_lcdb(lcdb, d)[0])]
-    common = {"quantiles": (0.02, 0.2), "thresholds": (0.01, 0.05), "max_iter": 30}
+    problems = [p for d in range(24) if (p := LandmarkProblem.from_lcdb(lcdb, d)[0])]
+    common = {"quantiles": (0.02, 0.2), "thresholds": (0.01, 0.05), "max_iter": 15}
     strict = MetaAllocationPolicy(target_hypervolume=1.0, **common).fit(problems)
     loose = MetaAllocationPolicy(target_hypervolume=0.0, **common).fit(problems)
     table = strict.search_results_
