@@ -308,7 +308,9 @@ MARGINS = (0.0, 0.001, 0.002)  # the learned stop's: stop when going on is worth
 
 
 def _return(results):
-    return np.array([r.hv_ratio - LAMBDA * (1.0 - r.time_saved) for r in results])
+    from sklearn_ext.model_selection._allocation_rl import search_return
+
+    return np.array([search_return(r, LAMBDA) for r in results])
 
 
 def _learned_seed(seed):
@@ -371,16 +373,14 @@ def _learned_seed(seed):
             ).sum()
         if score > best_lval:
             best_lam, best_lval = lam, score
-    q_final = fit_q_policy(
-        [(halves[0], fitted[1].models_), (halves[1], fitted[0].models_)],
-        q0,
-        t0,
-        lam=best_lam,
-        random_state=seed,
-    )
+    # the final policies learn from both halves, each with the other's predictors
+    both = [(halves[0], fitted[1].models_), (halves[1], fitted[0].models_)]
+    q_final = fit_q_policy(both, q0, t0, lam=best_lam, random_state=seed)
     # the learned stop: its margin, chosen the same way
     values = [
-        fit_stop_policy([(halves[k], fitted[1 - k].models_)], q0, t0, random_state=seed)
+        fit_stop_policy(
+            [(halves[k], fitted[1 - k].models_)], q0, t0, lam=LAMBDA, random_state=seed
+        )
         for k in (0, 1)
     ]
     best_margin, best_mval = None, -np.inf
@@ -396,12 +396,7 @@ def _learned_seed(seed):
         )
         if score > best_mval:
             best_margin, best_mval = margin, score
-    v_final = fit_stop_policy(
-        [(halves[0], fitted[1].models_), (halves[1], fitted[0].models_)],
-        q0,
-        t0,
-        random_state=seed,
-    )
+    v_final = fit_stop_policy(both, q0, t0, lam=LAMBDA, random_state=seed)
     rule = policy(order[:cut], *best_rule)
     learned = policy(order[:cut], q0, t0)
     test = problems(order[cut:])
