@@ -1,21 +1,25 @@
 """HAMUUnlearner: constrained unlearning steps on a fitted torch classifier.
 
-The protocol a base classifier follows: after ``fit`` it has
-``classes_``, a ``module_`` mapping a float tensor of inputs to logits over
-``classes_``, and ``_module_inputs(X, device, dtype)`` building that
-tensor from raw rows (its preprocessing applied). Optionally
-``_refit_preprocessing(X_retain)``: recompute that preprocessing on the
-retain rows without changing the network's function, so that it no longer
-depends on the forget rows.
+The base classifier is read through
+:func:`sklearn_ext.utils.torch_classifier_view`: a network trained in plain
+PyTorch (wrapped in :class:`sklearn_ext.utils.TorchModuleClassifier` with its
+loss), a skorch ``NeuralNetClassifier``, or a torch classifier of this
+package; any of them trained already and passed in a scikit-learn
+``FrozenEstimator``. Where the base can recompute its preprocessing on the
+retain rows without changing the network's function (the package's
+``UnlearnableMLPClassifier``), ``unlearn`` does so, so that the preprocessing
+no longer depends on the forget rows.
 """
 
 # Authors: The sklearn_ext developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils import column_or_1d
 
 from sklearn_ext.unlearning._hamu_update import hamu_step
@@ -29,6 +33,10 @@ from sklearn_ext.utils._sklearn_compat import (
     validate_data,
 )
 from sklearn_ext.utils._torch import import_torch, make_generator
+from sklearn_ext.utils._torch_classifier import (
+    check_torch_classifier,
+    torch_classifier_view,
+)
 
 __all__ = ["HAMUUnlearner", "forget_retain_similarity", "membership_inference_auc"]
 
@@ -39,9 +47,11 @@ REQUIREMENTS = ("relative", "absolute")
 def _row_keys(X, y):
     """One hashable key per row: its float64 bytes and its label.
 
-    ``+ 0.0`` turns -0.0 into 0.0, so that the two zeros match.
+    ``+ 0.0`` turns -0.0 into 0.0, so that the two zeros match; a row of an
+    array with more than two axes (an image) is flattened.
     """
-    X = np.ascontiguousarray(np.asarray(X, dtype=np.float64) + 0.0)
+    X = np.asarray(X, dtype=np.float64)
+    X = np.ascontiguousarray(X.reshape(len(X), -1) + 0.0)
     return [(row.tobytes(), label) for row, label in zip(X, np.asarray(y).tolist())]
 
 
@@ -70,8 +80,17 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : classifier
-        A torch-backed classifier of this package that follows the
-        unlearning protocol (see the module docstring).
+        The torch classifier to unlearn from, any that
+        :func:`~sklearn_ext.utils.torch_classifier_view` reads: a
+        :class:`~sklearn_ext.utils.TorchModuleClassifier` (a network trained
+        in plain PyTorch, with its loss), a skorch ``NeuralNetClassifier``, or
+        a torch classifier of this package (``UnlearnableMLPClassifier``,
+        ``SheafADMMClassifier``). ``fit`` trains a clone of it on all rows.
+        An estimator trained already goes in a scikit-learn
+        ``FrozenEstimator``: ``fit`` then trains nothing and unlearns from a
+        deep copy, never from the caller's model. Each step's loss is the
+        base's own training loss (the adapter's ``loss``; skorch's
+        ``get_loss``; cross-entropy for the package's classifiers).
     method : {"hamu", "gradient_ascent", "neggrad_plus"}, default="hamu"
         ``"hamu"``: each step solves the constrained subproblem of
         :func:`~sklearn_ext.unlearning.hamu_step` (forget loss up by the
@@ -149,7 +168,8 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     estimator_ : classifier
-        The fitted (and, after ``unlearn``, unlearned) clone of ``estimator``.
+        The fitted (and, after ``unlearn``, unlearned) clone of ``estimator``;
+        for a ``FrozenEstimator``, a deep copy of the estimator inside it.
     classes_ : ndarray of shape (n_classes,)
         Class labels.
     n_features_in_ : int
@@ -294,11 +314,17 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Train a clone of ``estimator`` on all the data.
 
+        With a ``FrozenEstimator``, nothing is trained: the estimator inside
+        it is deep-copied, and every label of ``y`` must be one of its
+        classes.
+
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features) or (n_samples, ...)
             Training rows (copied and kept only with
-            ``keep_training_data=True``).
+            ``keep_training_data=True``), in the base's input format: numeric,
+            passed on in their dtype (e.g. float32 for a skorch net); more than
+            two axes (images) only where the base takes them.
         y : array-like of shape (n_samples,)
             Class labels.
 
@@ -308,14 +334,20 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             Fitted meta-estimator.
         """
         self._check_requirement()
-        if not hasattr(self.estimator, "_module_inputs"):
-            raise TypeError(
-                f"{type(self.estimator).__name__} does not expose the gradients "
-                "HAMU needs: use a torch classifier of sklearn_ext that follows "
-                "the unlearning protocol (e.g. UnlearnableMLPClassifier or "
-                "SheafADMMClassifier)."
-            )
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        X, y = validate_data(
+            self, X, y, dtype="numeric", allow_nd=True, ensure_min_samples=2
+        )
+        frozen = isinstance(self.estimator, FrozenEstimator)
+        check_torch_classifier(self.estimator.estimator if frozen else self.estimator)
+        if frozen:
+            # FrozenEstimator's clone is itself: copy, or unlearning would
+            # edit the caller's trained model.
+            estimator = copy.deepcopy(self.estimator.estimator)
+            view = torch_classifier_view(estimator)
+            view.targets(y, "cpu")  # every label must be one the model knows
+        else:
+            estimator = clone(self.estimator).fit(X, y)
+            view = torch_classifier_view(estimator)
         if self.keep_training_data:
             # Copies: the default retain set must not follow later edits of
             # the caller's arrays.
@@ -323,9 +355,8 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         else:
             self._X_fit = self._y_fit = None
         self.n_training_rows_kept_ = len(X) if self.keep_training_data else 0
-        self.estimator_ = clone(self.estimator).fit(X, y)
-        self.classes_ = self.estimator_.classes_
-        self.n_features_in_ = self.estimator_.n_features_in_
+        self.estimator_ = estimator
+        self.classes_ = np.asarray(view.classes)
         return self
 
     def _gradients(self, params, loss):
@@ -345,7 +376,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         """Validated forget and retain sets; deletes the forget rows if kept."""
         if np.shape(X_forget)[0] == 0:
             raise ValueError("the forget set is empty: nothing to unlearn.")
-        Xf = validate_data(self, X_forget, dtype=np.float64, reset=False)
+        Xf = validate_data(self, X_forget, dtype="numeric", allow_nd=True, reset=False)
         yf = self._labels(y_forget, len(Xf), "forget")
         if (X_retain is None) != (y_retain is None):
             raise ValueError("give both X_retain and y_retain, or neither.")
@@ -374,7 +405,9 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         if X_retain is None:
             Xr, yr = self._X_fit[keep], self._y_fit[keep]
         else:
-            Xr = validate_data(self, X_retain, dtype=np.float64, reset=False)
+            Xr = validate_data(
+                self, X_retain, dtype="numeric", allow_nd=True, reset=False
+            )
             yr = self._labels(y_retain, len(Xr), "retain")
             retain_keys = _row_keys(Xr, yr)
             clash = [i for i, k in enumerate(retain_keys) if k in forgotten]
@@ -419,6 +452,12 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         g_r, g_f = step_input
         radius = self.step_size
         reach = radius * float(torch.linalg.vector_norm(g_f))
+        if reach == 0.0:
+            raise ValueError(
+                "the forget gradient is zero: the forget loss cannot be raised to "
+                "first order (is the forget set already at a stationary point, or "
+                "does the loss not depend on the parameters?)."
+            )
         if self.requirement == "relative":
             required = self.forget_improvement * reach
         else:
@@ -485,27 +524,27 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         Xf, y_forget, Xr, y_retain = self._unlearning_sets(
             X_forget, y_forget, X_retain, y_retain
         )
-        base = self.estimator_
-        net = base.module_
+        view = torch_classifier_view(self.estimator_)
+        net = view.module
         params = [p for p in net.parameters() if p.requires_grad]
         device, dtype = params[0].device, params[0].dtype
-        index = {c: i for i, c in enumerate(self.classes_)}
-        try:
-            yf = torch.tensor([index[v] for v in y_forget.tolist()], device=device)
-            yr = torch.tensor([index[v] for v in y_retain.tolist()], device=device)
-        except KeyError as err:
-            raise ValueError(
-                f"label {err.args[0]!r} is not among the classes seen in fit."
-            ) from None
+        for name, labels in (("forget", y_forget), ("retain", y_retain)):
+            try:
+                targets = view.targets(labels, device)
+            except ValueError as err:
+                raise ValueError(f"y_{name}: {err}") from None
+            if name == "forget":
+                yf = targets
+            else:
+                yr = targets
         # The base's preprocessing (a standardiser fitted on all training
         # rows) is recomputed on the retain set where the base allows it.
-        refit = getattr(base, "_refit_preprocessing", None)
-        if refit is not None:
-            refit(Xr)
-        self.preprocessing_refit_ = refit is not None
-        inputs_f = base._module_inputs(Xf, device=device, dtype=dtype)
-        inputs_r = base._module_inputs(Xr, device=device, dtype=dtype)
-        ce = torch.nn.CrossEntropyLoss()
+        if view.refit_preprocessing is not None:
+            view.refit_preprocessing(Xr)
+        self.preprocessing_refit_ = view.refit_preprocessing is not None
+        inputs_f = view.inputs(Xf, device=device, dtype=dtype)
+        inputs_r = view.inputs(Xr, device=device, dtype=dtype)
+        ce = view.loss
         gen = make_generator(self.random_state)
         keys = ["forget_loss", "forget_accuracy", "retain_loss", "batch_forget_rise"]
         if self.method == "hamu":
@@ -602,22 +641,21 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
 
 
 def _per_sample_gradients(estimator, X, y):
-    """Unit per-sample gradients of the cross-entropy: (n_samples, n_params)."""
+    """Unit per-sample gradients of the training loss: (n_samples, n_params)."""
     torch = import_torch()
     from torch.func import functional_call, grad, vmap
 
-    net = estimator.module_
+    view = torch_classifier_view(estimator)
+    net = view.module
     params = {k: v.detach() for k, v in net.named_parameters()}
     dtype = next(iter(params.values())).dtype
     device = next(iter(params.values())).device
-    inputs = estimator._module_inputs(X, device=device, dtype=dtype)
-    target = torch.as_tensor(
-        np.searchsorted(estimator.classes_, np.asarray(y)), device=device
-    )
+    inputs = view.inputs(X, device=device, dtype=dtype)
+    target = view.targets(y, device)
 
     def loss(p, x, t):
-        logits = functional_call(net, p, (x[None],))
-        return torch.nn.functional.cross_entropy(logits, t[None])
+        outputs = functional_call(net, p, (x[None],))
+        return view.loss(outputs, t[None])
 
     per = vmap(grad(loss), in_dims=(None, 0, 0))(params, inputs, target)
     flat = torch.cat([g.reshape(len(X), -1) for g in per.values()], dim=1)
@@ -640,7 +678,8 @@ def forget_retain_similarity(
     Parameters
     ----------
     estimator : classifier
-        Fitted; follows the unlearning protocol.
+        Fitted, and one that :func:`~sklearn_ext.utils.torch_classifier_view`
+        reads (a ``HAMUUnlearner``'s ``estimator_``, for instance).
     X_forget, y_forget : array-like
         Rows to forget and their labels.
     X_retain, y_retain : array-like
