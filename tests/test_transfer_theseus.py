@@ -340,3 +340,107 @@ def test_bad_parameters_are_named(X, params):
         TaskVectorTransporter(**params).fit(
             X, source_base=_mlp((6, 8, 3)), target_base=_mlp((6, 9, 3))
         )
+
+
+# --- parameters of element-wise layers, models as input, outputs ------------------
+
+
+def _prelu_net(per_unit, seed=0):
+    torch.manual_seed(seed)
+    net = nn.Sequential(
+        nn.Linear(6, 16), nn.PReLU(16 if per_unit else 1), nn.Linear(16, 3)
+    )
+    with torch.no_grad():  # slopes that differ by unit
+        net[1].weight.copy_(torch.linspace(0.05, 0.5, net[1].weight.numel()))
+    return net
+
+
+@pytest.mark.parametrize("per_unit", [True, False])
+def test_prelu_slopes_are_in_the_task_vector_and_move_with_their_units(X, per_unit):
+    net = _prelu_net(per_unit)
+    tuned = _perturbed(net)
+    tau = task_vector(tuned, net)
+    assert "1.weight" in tau  # the slopes are not dropped
+    perm = torch.randperm(16)
+    twin = _permuted(net, [perm])
+    if per_unit:
+        with torch.no_grad():
+            twin[1].weight.copy_(net[1].weight[perm])
+    np.testing.assert_allclose(_out(twin, X), _out(net, X), atol=1e-5)
+    tr = TaskVectorTransporter().fit(X, source_base=net, target_base=twin)
+    moved = tr.transform(tau)
+    expected = tau["1.weight"][perm] if per_unit else tau["1.weight"]
+    np.testing.assert_allclose(moved["1.weight"], expected, atol=1e-5)
+    # The moved model computes what the fine-tuned source computes.
+    np.testing.assert_allclose(
+        _out(tr.apply(twin, moved), X), _out(tuned, X), atol=1e-4
+    )
+
+
+def test_prelu_layers_that_do_not_correspond_are_named(X):
+    with pytest.raises(ValueError, match="PReLU layers in different places"):
+        TaskVectorTransporter().fit(
+            X, source_base=_prelu_net(True), target_base=_prelu_net(False)
+        )
+
+
+def test_transform_takes_the_finetuned_model_and_returns_a_model_or_state(X):
+    net = _mlp((6, 16, 12, 3))
+    target = _mlp((6, 24, 20, 3), seed=1)
+    tuned = _perturbed(net)
+    tr = TaskVectorTransporter(alpha=1.5).fit(X, source_base=net, target_base=target)
+    from_vector = tr.transform(task_vector(tuned, net))
+    from_model = tr.transform(tuned)
+    for k in from_vector:
+        torch.testing.assert_close(from_model[k], from_vector[k])
+    moved = tr.transform(tuned, output="model", target_base=target)
+    np.testing.assert_allclose(
+        _out(moved, X), _out(tr.apply(target, from_vector), X), atol=1e-6
+    )
+    state = tr.transform(tuned, output="state_dict")
+    loaded = copy.deepcopy(target)
+    loaded.load_state_dict(state)
+    np.testing.assert_allclose(_out(loaded, X), _out(moved, X), atol=1e-6)
+    assert not np.allclose(_out(loaded, X), _out(target, X), atol=1e-3)
+    with pytest.raises(ValueError, match="needs the target base"):
+        tr.transform(tuned, output="model")
+    with pytest.raises(ValueError, match="not of the source base's architecture"):
+        tr.transform(_mlp((6, 24, 20, 3)))
+    with pytest.raises(ValueError, match="output must be one of"):
+        tr.transform(tuned, output="weights")
+
+
+def test_state_output_of_scikit_learn_mlps():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = MLPClassifier((8,), max_iter=50, random_state=0).fit(X, y)
+        b = MLPClassifier((12,), max_iter=50, random_state=1).fit(X, y)
+        tuned = copy.deepcopy(a).partial_fit(X, 1 - y)
+    tr = TaskVectorTransporter().fit(X, source_base=a, target_base=b)
+    state = tr.transform(tuned, output="state_dict")
+    moved = tr.transform(tuned, output="model", target_base=b)
+    for i in range(2):
+        np.testing.assert_allclose(state[f"coefs_.{i}"], moved.coefs_[i])
+        np.testing.assert_allclose(state[f"intercepts_.{i}"], moved.intercepts_[i])
+
+
+def test_centring_aligns_on_covariances(X):
+    net = _mlp((6, 16, 12, 3))
+    perm = [torch.randperm(16), torch.randperm(12)]
+    twin = _permuted(net, perm)
+    centred = TaskVectorTransporter(center=True).fit(
+        X, source_base=net, target_base=twin
+    )
+    for k, p in enumerate(perm, start=1):  # a permutation is still recovered
+        assert (centred.maps_[k].argmax(axis=0) == p.numpy()).all()
+    # Between different bases, centring changes the maps: a unit's mean
+    # level no longer counts as agreement.
+    other = _mlp((6, 16, 12, 3), seed=3)
+    plain = TaskVectorTransporter().fit(X, source_base=net, target_base=other)
+    centred = TaskVectorTransporter(center=True).fit(
+        X, source_base=net, target_base=other
+    )
+    assert not np.allclose(plain.maps_[1], centred.maps_[1], atol=1e-3)

@@ -12,8 +12,10 @@ element-wise activations between them:
 
 A task vector is a dict from parameter names to arrays shaped like the model's
 parameters: the state-dict names of the linear layers (``"0.weight"``,
-``"0.bias"``, ...) for torch chains and estimators, ``"coefs_.<i>"`` and
-``"intercepts_.<i>"`` for scikit-learn MLPs.
+``"0.bias"``, ...) and of the element-wise layers that have parameters
+(``PReLU``'s slopes) for torch chains and estimators, ``"coefs_.<i>"`` and
+``"intercepts_.<i>"`` for scikit-learn MLPs. Every parameter of a chain is in
+its task vector: none is left out silently.
 """
 
 # Authors: The sklearn_ext developers
@@ -26,7 +28,7 @@ import numpy as np
 
 from sklearn_ext.utils._sklearn_compat import MLP_ACTIVATIONS, check_is_fitted
 
-__all__ = ["Chain", "describe", "task_vector", "with_update"]
+__all__ = ["Chain", "describe", "state_dict", "task_vector", "with_update"]
 
 # Element-wise torch layers a chain may hold between its linear layers.
 _ELEMENTWISE = (
@@ -64,11 +66,17 @@ class Chain:
         linear layers.
     keys : tuple of (str, str or None)
         The weight and bias names of every linear layer, in order.
+    unit_params : tuple of (str, int, int)
+        The parameters of element-wise layers (``PReLU``): name, the
+        representation space they act on (0 the input, ``k`` the output of
+        linear layer ``k - 1``) and their size (1 when shared by all units,
+        else the space's width).
     """
 
     kind: str
     widths: tuple
     keys: tuple
+    unit_params: tuple = ()
 
     @property
     def shapes(self):
@@ -79,6 +87,8 @@ class Chain:
             out[w] = (n_in, n_out) if self.kind == "sklearn" else (n_out, n_in)
             if b is not None:
                 out[b] = (n_out,)
+        for name, _, size in self.unit_params:
+            out[name] = (size,)
         return out
 
 
@@ -130,7 +140,7 @@ def describe(model, where):
 
         layers = _leaves(module, where)
         names = {id(m): name for name, m in module.named_modules()}
-        keys, widths = [], []
+        keys, widths, unit_params = [], [], []
         for layer in layers:
             if isinstance(layer, nn.Linear):
                 if widths and widths[-1] != layer.in_features:
@@ -141,6 +151,15 @@ def describe(model, where):
                 name = names[id(layer)]
                 bias = None if layer.bias is None else f"{name}.bias"
                 keys.append((f"{name}.weight", bias))
+            elif isinstance(layer, nn.PReLU):
+                size = layer.weight.numel()
+                space = len(keys)
+                if size != 1 and widths and size != widths[-1]:
+                    raise ValueError(
+                        f"{where}: the PReLU {names[id(layer)]!r} has {size} slopes "
+                        f"for a space of {widths[-1]} units."
+                    )
+                unit_params.append((f"{names[id(layer)]}.weight", space, size))
             elif type(layer).__name__ not in _ELEMENTWISE:
                 raise TypeError(
                     f"{where} holds a {type(layer).__name__} layer; a chain may "
@@ -150,7 +169,7 @@ def describe(model, where):
         if not keys:
             raise ValueError(f"{where} holds no Linear layer.")
         kind = "torch" if isinstance(model, nn.Module) else "estimator"
-        return Chain(kind, tuple(widths), tuple(keys))
+        return Chain(kind, tuple(widths), tuple(keys), tuple(unit_params))
     raise TypeError(
         f"{where} must be a torch nn.Sequential of Linear layers and activations, "
         "a fitted sklearn_ext estimator with a module_ chain, or a fitted "
@@ -213,12 +232,9 @@ def parameters(model, chain):
             out[b] = np.asarray(model.intercepts_[i], dtype=np.float64)
         return out
     state = _torch_module(model).state_dict()
-    return {
-        k: state[k].detach().cpu().double().numpy()
-        for pair in chain.keys
-        for k in pair
-        if k is not None
-    }
+    names = [k for pair in chain.keys for k in pair if k is not None]
+    names += [name for name, _, _ in chain.unit_params]
+    return {k: state[k].detach().cpu().double().numpy() for k in names}
 
 
 def as_update(arrays, chain):
@@ -318,3 +334,14 @@ def with_update(model, chain, update, alpha):
             p = params[key]
             p.add_(alpha * torch.as_tensor(value, dtype=p.dtype, device=p.device))
     return new
+
+
+def state_dict(model, chain):
+    """Every parameter of ``model`` as arrays: its module's state dict (torch
+    kinds) or ``{"coefs_.<i>": ..., "intercepts_.<i>": ...}`` (scikit-learn)."""
+    if chain.kind == "sklearn":
+        return parameters(model, chain)
+    return {
+        k: v.detach().cpu().numpy()
+        for k, v in _torch_module(model).state_dict().items()
+    }

@@ -15,6 +15,8 @@ from sklearn_ext.transfer._models import (
     check_task_vector,
     describe,
     linear_io,
+    parameters,
+    state_dict,
     with_update,
 )
 from sklearn_ext.utils._messages import warn
@@ -29,6 +31,7 @@ from sklearn_ext.utils._sklearn_compat import (
 __all__ = ["TaskVectorTransporter"]
 
 ALIGNS = ("procrustes", "lstsq", "hungarian", "truncate", "random")
+OUTPUTS = ("update", "model", "state_dict")
 
 
 # Weight of the pre-activations beside the activations a hidden space is aligned
@@ -37,13 +40,16 @@ ALIGNS = ("procrustes", "lstsq", "hungarian", "truncate", "random")
 _TIE_BREAK = 1e-2
 
 
-def _stream(io, k):
+def _stream(io, k, center=False):
     """Rows on which hidden space ``k`` (read by linear layer ``k``) is aligned.
 
     The activations the next layer reads, stacked over the pre-activations
-    scaled down to ``_TIE_BREAK`` of their norm.
+    scaled down to ``_TIE_BREAK`` of their norm; with ``center``, each block
+    minus its column means (cross-covariances instead of second moments).
     """
     post, pre = io[k][0], io[k - 1][1]
+    if center:
+        post, pre = post - post.mean(axis=0), pre - pre.mean(axis=0)
     scale = _TIE_BREAK * np.linalg.norm(post) / max(np.linalg.norm(pre), 1e-300)
     return np.vstack([post, scale * pre])
 
@@ -86,6 +92,11 @@ class TaskVectorTransporter(BaseEstimator):
     ridge : float, default=1e-3
         Shrinkage of the Grams towards a multiple of the identity, relative to
         their mean eigenvalue, for ``whiten > 0`` and for ``align="lstsq"``.
+    center : bool, default=False
+        Align on centred activations (each unit minus its mean over the
+        calibration rows): the maps then come from cross-covariances, not
+        raw second moments, so that a unit's mean level does not count as
+        agreement (the authors' centring option).
     random_state : int, RandomState instance or None, default=None
         Seeds ``align="random"``.
 
@@ -164,6 +175,7 @@ class TaskVectorTransporter(BaseEstimator):
         "align": [StrOptions(set(ALIGNS))],
         "whiten": [Interval(Real, 0, 0.5, closed="both")],
         "ridge": [Interval(Real, 0, None, closed="left")],
+        "center": ["boolean"],
         "random_state": ["random_state"],
     }
 
@@ -186,12 +198,14 @@ class TaskVectorTransporter(BaseEstimator):
         align="procrustes",
         whiten=0.0,
         ridge=1e-3,
+        center=False,
         random_state=None,
     ):
         self.alpha = alpha
         self.align = align
         self.whiten = whiten
         self.ridge = ridge
+        self.center = center
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -259,8 +273,8 @@ class TaskVectorTransporter(BaseEstimator):
         for k in range(1, n_layers):
             maps.append(
                 alignment_map(
-                    _stream(io_a, k),
-                    _stream(io_b, k),
+                    _stream(io_a, k, self.center),
+                    _stream(io_b, k, self.center),
                     method,
                     whiten=self.whiten,
                     ridge=self.ridge,
@@ -276,6 +290,15 @@ class TaskVectorTransporter(BaseEstimator):
         )
         self._source, self._target = source, target
         self.source_widths_, self.target_widths_ = source.widths, target.widths
+        # transform(model) takes a task vector against the source base, and
+        # output="state_dict" adds the update to the target base's state. Both
+        # are kept as arrays, not models, so that the transporter persists
+        # with skops and holds no copy of the caller's network.
+        self._source_params = parameters(source_base, source)
+        self._target_state = {
+            k: np.array(v, copy=True)
+            for k, v in state_dict(target_base, target).items()
+        }
         return self
 
     @staticmethod
@@ -301,6 +324,16 @@ class TaskVectorTransporter(BaseEstimator):
             ]
             if biased:
                 problems.append(f"a bias in one model only at layers {biased}")
+            slopes = [
+                [(space, size == 1) for _, space, size in chain.unit_params]
+                for chain in (source, target)
+            ]
+            if slopes[0] != slopes[1]:
+                problems.append(
+                    "PReLU layers in different places or of different kinds "
+                    "(one slope, or one per unit): "
+                    f"{list(source.unit_params)} and {list(target.unit_params)}"
+                )
         if problems:
             raise ValueError(
                 "source_base and target_base do not correspond layer by layer: "
@@ -308,24 +341,42 @@ class TaskVectorTransporter(BaseEstimator):
                 + f" (widths {source.widths} and {target.widths})."
             )
 
-    def transform(self, task_vector):
+    def transform(self, task_vector, *, output="update", target_base=None):
         """Move a task vector of the source to the target.
 
         Parameters
         ----------
-        task_vector : dict
+        task_vector : dict or model
             ``{parameter name: update}`` shaped like the source's parameters,
-            as :func:`task_vector` returns it (arrays or tensors).
+            as :func:`task_vector` returns it (arrays or tensors); or the
+            fine-tuned source model itself (same architecture as the source
+            base), whose task vector is taken against the source base seen
+            in ``fit``.
+        output : {"update", "model", "state_dict"}, default="update"
+            ``"update"``: the moved task vector. ``"state_dict"``: the target
+            base's parameters as ``fit`` saw them plus ``alpha`` times the
+            update: a module ``state_dict()`` (tensors) for torch models and
+            estimators, to load with ``load_state_dict``;
+            ``{"coefs_.<i>": ..., "intercepts_.<i>": ...}`` for scikit-learn
+            MLPs. ``"model"``: a copy of ``target_base`` with ``alpha`` times
+            the update added, as :meth:`apply` returns it (the transporter
+            keeps no model, so pass the target base).
+        target_base : model, default=None
+            The target base, for ``output="model"`` only.
 
         Returns
         -------
-        update : dict
-            ``{parameter name: update}`` shaped like the target's parameters:
-            float32 CPU tensors for torch models and estimators, float64
-            arrays for scikit-learn MLPs.
+        update : dict or model
+            For ``"update"``, ``{parameter name: update}`` shaped like the
+            target's parameters: float32 CPU tensors for torch models and
+            estimators, float64 arrays for scikit-learn MLPs.
         """
         check_is_fitted(self, "maps_")
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}; got {output!r}.")
         source, target = self._source, self._target
+        if not isinstance(task_vector, dict):
+            task_vector = self._task_vector_of(task_vector)
         tv = check_task_vector(task_vector, source, "task_vector")
         out = {}
         for layer, ((wa, ba), (wb, bb)) in enumerate(zip(source.keys, target.keys)):
@@ -341,7 +392,61 @@ class TaskVectorTransporter(BaseEstimator):
             out[wb] = dW_b.T if target.kind == "sklearn" else dW_b
             if bb is not None:
                 out[bb] = db_b
-        return as_update(out, target)
+        for (name_a, space, size), (name_b, _, _) in zip(
+            source.unit_params, target.unit_params
+        ):
+            # A shared slope is the same in any basis. One slope per unit
+            # moves with the squared entries of the space's map: a unit's
+            # share in each target unit (exact for a permutation).
+            T = self.maps_[space]
+            out[name_b] = tv[name_a] if size == 1 else tv[name_a] @ (T * T)
+        update = as_update(out, target)
+        if output == "model":
+            if target_base is None:
+                raise ValueError(
+                    'output="model" needs the target base: transform(..., '
+                    'output="model", target_base=target_base).'
+                )
+            return self.apply(target_base, update)
+        if target_base is not None:
+            raise ValueError('target_base is used with output="model" only.')
+        if output == "update":
+            return update
+        return self._updated_state(update)
+
+    def _updated_state(self, update):
+        """The target base's state (from ``fit``) plus ``alpha * update``."""
+        alpha = float(self.alpha)
+        state = {
+            k: v + alpha * np.asarray(update[k]) if k in update else v.copy()
+            for k, v in self._target_state.items()
+        }
+        if self._target.kind == "sklearn":
+            return state
+        import torch
+
+        return {
+            k: torch.as_tensor(v).to(torch.as_tensor(self._target_state[k]).dtype)
+            for k, v in state.items()
+        }
+
+    def _task_vector_of(self, finetuned):
+        """The task vector of a fine-tuned source model against the source base."""
+        try:
+            chain = describe(finetuned, "task_vector")
+        except TypeError:
+            raise TypeError(
+                "task_vector must be a dict from parameter names to updates, or a "
+                "fine-tuned model of the source base's architecture; got "
+                f"{type(finetuned).__name__}."
+            ) from None
+        if chain != self._source:
+            raise ValueError(
+                "task_vector is a model, but not of the source base's "
+                f"architecture: widths {chain.widths} against {self._source.widths}."
+            )
+        tuned = parameters(finetuned, chain)
+        return {k: tuned[k] - self._source_params[k] for k in tuned}
 
     def apply(self, target_base, update):
         """A copy of the target with ``alpha * update`` added.
