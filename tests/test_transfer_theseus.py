@@ -282,11 +282,16 @@ def test_architectures_that_do_not_correspond_are_named(X, target, match):
 @pytest.mark.parametrize(
     "model, error, match",
     [
-        (lambda: nn.Linear(6, 3), TypeError, "nn.Sequential"),
+        (lambda: nn.Linear(6, 3), ValueError, "do not correspond"),
         (
             lambda: nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.Linear(8, 3)),
+            ValueError,
+            "graphs differ at operation 2: LayerNorm and ReLU",
+        ),
+        (
+            lambda: nn.Sequential(nn.Linear(6, 8), nn.Embedding(8, 3)),
             TypeError,
-            "LayerNorm",
+            "holds a Embedding layer",
         ),
         (lambda: nn.Sequential(nn.ReLU()), ValueError, "no Linear"),
         (lambda: "net", TypeError, "got str"),

@@ -22,10 +22,12 @@ its task vector: none is left out silently.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
+from sklearn_ext.transfer._graph import FunctionalModel, trace_spaces
 from sklearn_ext.utils._sklearn_compat import MLP_ACTIVATIONS, check_is_fitted
 
 __all__ = ["Chain", "describe", "state_dict", "task_vector", "with_update"]
@@ -93,17 +95,72 @@ class Chain:
 
 
 def _torch_module(model):
-    """The nn.Module of a torch chain or of a fitted estimator, else None."""
+    """The nn.Module of a torch model, a fitted estimator or a
+    :class:`~sklearn_ext.transfer.FunctionalModel`, else None."""
     if hasattr(model, "_module_inputs"):
         check_is_fitted(model, "module_")
         return model.module_
-    if not type(model).__module__.startswith("torch"):
-        return None
-    from torch import nn
-
-    if isinstance(model, nn.Module):
+    if isinstance(model, FunctionalModel):
+        return model.module()
+    nn = getattr(sys.modules.get("torch"), "nn", None)
+    if nn is not None and isinstance(model, nn.Module):
         return model
     return None
+
+
+def is_chain(model):
+    """Whether ``model`` is read as a chain (:func:`describe`) rather than a
+    traced graph (:func:`describe_graph`)."""
+    if hasattr(model, "coefs_") or type(model).__module__.startswith(
+        "sklearn.neural_network"
+    ):
+        return True
+    if isinstance(model, FunctionalModel):
+        return False
+    module = _torch_module(model)
+    if module is None:
+        return True  # describe names what it is not
+    from torch import nn
+
+    if not isinstance(module, nn.Sequential):
+        return False
+    try:
+        layers = _leaves(module, "model")
+    except TypeError:
+        return False
+    return all(
+        isinstance(m, nn.Linear) or type(m).__name__ in _ELEMENTWISE for m in layers
+    )
+
+
+def describe_graph(model, where, X):
+    """Trace a torch model that is not a chain on the calibration rows ``X``.
+
+    Returns its :class:`~sklearn_ext.transfer._graph.GraphSpec`, the traced
+    module and the module's input tensor.
+    """
+    import torch
+
+    module = _torch_module(model)
+    if module is None:
+        raise TypeError(
+            f"{where} must be a torch model, a fitted sklearn_ext estimator with a "
+            "module_, a FunctionalModel, or a fitted scikit-learn MLP; got "
+            f"{type(model).__name__}."
+        )
+    param = next(module.parameters(), None)
+    if param is None:
+        raise ValueError(f"{where} has no parameters.")
+    if hasattr(model, "_module_inputs"):
+        inputs = model._module_inputs(X, device=param.device, dtype=param.dtype)
+        kind = "estimator"
+    else:
+        inputs = torch.as_tensor(X, dtype=param.dtype, device=param.device)
+        kind = "functional" if isinstance(model, FunctionalModel) else "torch"
+    spec, gm = trace_spaces(module, inputs, kind, where)
+    if isinstance(model, FunctionalModel):
+        spec = spec.renamed(module.original_names)
+    return spec, gm, inputs
 
 
 def _leaves(module, where):
@@ -231,10 +288,19 @@ def parameters(model, chain):
             out[w] = np.asarray(model.coefs_[i], dtype=np.float64)
             out[b] = np.asarray(model.intercepts_[i], dtype=np.float64)
         return out
-    state = _torch_module(model).state_dict()
-    names = [k for pair in chain.keys for k in pair if k is not None]
-    names += [name for name, _, _ in chain.unit_params]
-    return {k: state[k].detach().cpu().double().numpy() for k in names}
+    if isinstance(model, FunctionalModel):
+        state = model.state_dict
+    else:
+        state = _torch_module(model).state_dict()
+    return {
+        k: np.asarray(
+            state[k].detach().cpu().double().numpy()
+            if hasattr(state[k], "detach")
+            else state[k],
+            dtype=np.float64,
+        )
+        for k in chain.shapes
+    }
 
 
 def as_update(arrays, chain):
@@ -306,6 +372,8 @@ def task_vector(finetuned, base):
     >>> sorted(task_vector(tuned, base))
     ['0.bias', '0.weight']
     """
+    if not (is_chain(finetuned) and is_chain(base)):
+        return _graph_task_vector(finetuned, base)
     chain = describe(finetuned, "finetuned")
     base_chain = describe(base, "base")
     if chain != base_chain:
@@ -317,8 +385,50 @@ def task_vector(finetuned, base):
     return as_update({k: a[k] - b[k] for k in a}, chain)
 
 
+def _named_tensors(model, where):
+    if isinstance(model, FunctionalModel):
+        return dict(model.state_dict)
+    module = _torch_module(model)
+    if module is None:
+        raise TypeError(
+            f"{where} must be a torch model, a fitted sklearn_ext estimator with a "
+            "module_, a FunctionalModel, or a fitted scikit-learn MLP; got "
+            f"{type(model).__name__}."
+        )
+    return dict(module.named_parameters())
+
+
+def _graph_task_vector(finetuned, base):
+    """``finetuned - base`` over every parameter of two torch models."""
+    import torch
+
+    a = _named_tensors(finetuned, "finetuned")
+    b = _named_tensors(base, "base")
+    shapes_a = {k: tuple(torch.as_tensor(v).shape) for k, v in a.items()}
+    shapes_b = {k: tuple(torch.as_tensor(v).shape) for k, v in b.items()}
+    if shapes_a != shapes_b:
+        raise ValueError(
+            "finetuned and base are not the same architecture: their parameters' "
+            "names or shapes differ."
+        )
+    return {
+        k: (torch.as_tensor(a[k]) - torch.as_tensor(b[k])).detach().cpu().float()
+        for k in a
+    }
+
+
 def with_update(model, chain, update, alpha):
     """A deep copy of ``model`` with ``alpha * update`` added to its parameters."""
+    if isinstance(model, FunctionalModel):
+        import torch
+
+        state = {}
+        for key, value in model.state_dict.items():
+            value = torch.as_tensor(value).detach().clone()
+            if key in update:
+                value = value + alpha * torch.as_tensor(update[key], dtype=value.dtype)
+            state[key] = value
+        return FunctionalModel(state, model.forward)
     new = copy.deepcopy(model)
     if chain.kind == "sklearn":
         for i, (w, b) in enumerate(chain.keys):
@@ -341,7 +451,11 @@ def state_dict(model, chain):
     kinds) or ``{"coefs_.<i>": ..., "intercepts_.<i>": ...}`` (scikit-learn)."""
     if chain.kind == "sklearn":
         return parameters(model, chain)
+    if isinstance(model, FunctionalModel):
+        state = model.state_dict
+    else:
+        state = _torch_module(model).state_dict()
     return {
-        k: v.detach().cpu().numpy()
-        for k, v in _torch_module(model).state_dict().items()
+        k: v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)
+        for k, v in state.items()
     }

@@ -9,11 +9,15 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
+from sklearn_ext.transfer._graph import GraphSpec, graph_io
 from sklearn_ext.transfer._maps import alignment_map, ridge_matching
 from sklearn_ext.transfer._models import (
+    _named_tensors,
     as_update,
     check_task_vector,
     describe,
+    describe_graph,
+    is_chain,
     linear_io,
     parameters,
     state_dict,
@@ -123,7 +127,12 @@ class TaskVectorTransporter(BaseEstimator):
     element-wise activations, a fitted sklearn_ext estimator whose
     ``module_`` is one (its ``_module_inputs`` preprocessing is applied to
     the calibration rows), or a fitted scikit-learn ``MLPClassifier`` /
-    ``MLPRegressor``. A hidden space is aligned on what the next linear
+    ``MLPRegressor``. Any other torch model (convolutions, skip connections,
+    layer or batch norm; also a :class:`FunctionalModel`) is traced with
+    ``torch.fx`` and its channel spaces are aligned instead (see
+    ``sklearn_ext/transfer/_graph.py`` and the user guide); ``maps_`` then
+    holds one map per channel space, in order of first appearance, and
+    ``source_widths_`` / ``target_widths_`` their widths. A hidden space is aligned on what the next linear
     layer reads (the activation's output), and that one map carries both the
     update of the layer that writes the space and of the layer that reads it
     (on digits this closed more of the gap than maps fitted on
@@ -241,6 +250,71 @@ class TaskVectorTransporter(BaseEstimator):
         self : TaskVectorTransporter
             Fitted transporter.
         """
+        if is_chain(source_base) and is_chain(target_base):
+            source, target = self._fit_chains(X, source_base, target_base)
+        else:
+            source, target = self._fit_graphs(X, source_base, target_base)
+        self._source, self._target = source, target
+        self.source_widths_ = tuple(source.widths)
+        self.target_widths_ = tuple(target.widths)
+        # transform(model) takes a task vector against the source base, and
+        # output="state_dict" adds the update to the target base's state. Both
+        # are kept as arrays, not models, so that the transporter persists
+        # with skops and holds no copy of the caller's network.
+        self._source_params = parameters(source_base, source)
+        self._target_state = {
+            k: np.array(v, copy=True)
+            for k, v in state_dict(target_base, target).items()
+        }
+        return self
+
+    def _fit_graphs(self, X, source_base, target_base):
+        """Trace both bases and align every channel space (see ``_graph``)."""
+        if self.align == "lstsq":
+            raise ValueError(
+                "align='lstsq' fits the linear layers of a chain one by one; for "
+                "models with convolutions, skip connections or norms use "
+                "'procrustes', 'hungarian', 'truncate' or 'random'."
+            )
+        X = validate_data(
+            self, X, dtype=np.float64, ensure_min_samples=2, allow_nd=True
+        )
+        source, gm_a, in_a = describe_graph(source_base, "source_base", X)
+        target, gm_b, in_b = describe_graph(target_base, "target_base", X)
+        _check_graphs(source, target)
+        rows_a = graph_io(gm_a, in_a, source)
+        rows_b = graph_io(gm_b, in_b, target)
+        rng = check_random_state(self.random_state)
+        maps = []
+        for space, width in enumerate(source.widths):
+            if source.fixed[space]:
+                maps.append(np.eye(width))
+                continue
+            HA, HB = rows_a[space], rows_b[space]
+            if len(HA) < max(HA.shape[1], HB.shape[1]):
+                warn(
+                    f"{len(HA)} activation rows for a space of up to "
+                    f"{max(HA.shape[1], HB.shape[1])} channels: the alignment is "
+                    "underdetermined; pass more calibration rows."
+                )
+            if self.center:
+                HA, HB = HA - HA.mean(axis=0), HB - HB.mean(axis=0)
+            maps.append(
+                alignment_map(
+                    HA,
+                    HB,
+                    self.align,
+                    whiten=self.whiten,
+                    ridge=self.ridge,
+                    random_state=rng,
+                )
+            )
+        self.maps_ = maps
+        self._inputs = None
+        return source, target
+
+    def _fit_chains(self, X, source_base, target_base):
+        """Align the hidden spaces of two chains of linear layers."""
         source = describe(source_base, "source_base")
         target = describe(target_base, "target_base")
         self._check_correspondence(source, target)
@@ -288,18 +362,7 @@ class TaskVectorTransporter(BaseEstimator):
             if self.align == "lstsq"
             else None
         )
-        self._source, self._target = source, target
-        self.source_widths_, self.target_widths_ = source.widths, target.widths
-        # transform(model) takes a task vector against the source base, and
-        # output="state_dict" adds the update to the target base's state. Both
-        # are kept as arrays, not models, so that the transporter persists
-        # with skops and holds no copy of the caller's network.
-        self._source_params = parameters(source_base, source)
-        self._target_state = {
-            k: np.array(v, copy=True)
-            for k, v in state_dict(target_base, target).items()
-        }
-        return self
+        return source, target
 
     @staticmethod
     def _check_correspondence(source, target):
@@ -378,6 +441,8 @@ class TaskVectorTransporter(BaseEstimator):
         if not isinstance(task_vector, dict):
             task_vector = self._task_vector_of(task_vector)
         tv = check_task_vector(task_vector, source, "task_vector")
+        if isinstance(source, GraphSpec):
+            return self._finish(self._transport_graph(tv), output, target_base)
         out = {}
         for layer, ((wa, ba), (wb, bb)) in enumerate(zip(source.keys, target.keys)):
             dW = tv[wa].T if source.kind == "sklearn" else tv[wa]
@@ -400,6 +465,33 @@ class TaskVectorTransporter(BaseEstimator):
             # share in each target unit (exact for a permutation).
             T = self.maps_[space]
             out[name_b] = tv[name_a] if size == 1 else tv[name_a] @ (T * T)
+        return self._finish(out, output, target_base)
+
+    def _transport_graph(self, tv):
+        """Every parameter of a traced source moved through its spaces' maps."""
+        out = {}
+        for (name_a, role, args), (name_b, _, _) in zip(
+            self._source.params, self._target.params
+        ):
+            d = tv[name_a]
+            if role == "weight":
+                out_space, in_space, repeat = args
+                T_in = self.maps_[in_space]
+                if repeat > 1:  # flattened (channel, position) features
+                    T_in = np.kron(T_in, np.eye(repeat))
+                out[name_b] = np.einsum(
+                    "oi...,oO,iI->OI...", d, self.maps_[out_space], T_in
+                )
+            elif role == "bias":
+                out[name_b] = d @ self.maps_[args[0]]
+            else:  # per channel (or one shared value), as PReLU slopes in chains
+                T = None if args[0] is None else self.maps_[args[0]]
+                out[name_b] = d if T is None else d @ (T * T)
+        return out
+
+    def _finish(self, out, output, target_base):
+        """The moved update as ``output`` asks."""
+        target = self._target
         update = as_update(out, target)
         if output == "model":
             if target_base is None:
@@ -432,6 +524,10 @@ class TaskVectorTransporter(BaseEstimator):
 
     def _task_vector_of(self, finetuned):
         """The task vector of a fine-tuned source model against the source base."""
+        if isinstance(self._source, GraphSpec):
+            _check_shapes(finetuned, self._source, "task_vector", "source base")
+            tuned = parameters(finetuned, self._source)
+            return {k: tuned[k] - self._source_params[k] for k in tuned}
         try:
             chain = describe(finetuned, "task_vector")
         except TypeError:
@@ -466,6 +562,10 @@ class TaskVectorTransporter(BaseEstimator):
             model is left unchanged.
         """
         check_is_fitted(self, "maps_")
+        if isinstance(self._target, GraphSpec):
+            _check_shapes(target_base, self._target, "target_base", "fitted target")
+            update = check_task_vector(update, self._target, "update")
+            return with_update(target_base, self._target, update, float(self.alpha))
         chain = describe(target_base, "target_base")
         if chain.widths != self._target.widths or chain.keys != self._target.keys:
             raise ValueError(
@@ -474,3 +574,59 @@ class TaskVectorTransporter(BaseEstimator):
             )
         update = check_task_vector(update, chain, "update")
         return with_update(target_base, chain, update, float(self.alpha))
+
+
+def _check_shapes(model, spec, where, expected):
+    """Raise unless ``model``'s parameters have the names and shapes of ``spec``."""
+    try:
+        named = _named_tensors(model, where)
+    except TypeError:
+        raise TypeError(
+            f"{where} must be a dict from parameter names to updates, or a model "
+            f"of the {expected}'s architecture; got {type(model).__name__}."
+        ) from None
+    shapes = {k: tuple(np.shape(v)) for k, v in named.items()}
+    if shapes != spec.shapes:
+        raise ValueError(
+            f"{where} is not of the {expected}'s architecture: its parameters' "
+            "names or shapes differ."
+        )
+
+
+def _check_graphs(source, target):
+    """Raise unless two traced bases correspond operation by operation."""
+    problems = []
+    sig_a, sig_b = source.signature, target.signature
+    if [s[0] for s in sig_a] != [s[0] for s in sig_b]:
+        first = next(
+            (i for i, (a, b) in enumerate(zip(sig_a, sig_b)) if a[0] != b[0]),
+            min(len(sig_a), len(sig_b)),
+        )
+        a = sig_a[first][0] if first < len(sig_a) else "the end"
+        b = sig_b[first][0] if first < len(sig_b) else "the end"
+        problems.append(f"their layer graphs differ at operation {first}: {a} and {b}")
+    else:
+        for i, (a, b) in enumerate(zip(sig_a, sig_b)):
+            if a[0] in ("input", "output") and a[1] != b[1]:
+                problems.append(f"the {a[0]} shapes differ: {a[1]} and {b[1]}")
+            elif a[0].startswith("Conv") and a[1] != b[1]:
+                problems.append(f"operation {i} has kernels {a[1]} and {b[1]}")
+    roles_a = [
+        (r, a[2] if r == "weight" else a[0] is None) for _, r, a in source.params
+    ]
+    roles_b = [
+        (r, a[2] if r == "weight" else a[0] is None) for _, r, a in target.params
+    ]
+    if not problems and roles_a != roles_b:
+        problems.append(
+            "their parameters do not correspond (a bias, a per-channel parameter "
+            "or a flattened size in one model only)"
+        )
+    if not problems and source.fixed != target.fixed:
+        problems.append("their skip connections tie different spaces")
+    if problems:
+        raise ValueError(
+            "source_base and target_base do not correspond: "
+            + "; ".join(problems)
+            + "."
+        )

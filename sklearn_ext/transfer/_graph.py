@@ -1,0 +1,494 @@
+"""Models beyond chains: a torch.fx graph whose tensors share channel spaces.
+
+A network that is not a plain chain of linear layers (convolutions, residual
+blocks, layer norm) is traced with ``torch.fx`` on the calibration rows. Every
+tensor of the graph gets the *space* of its channels (the feature dimension:
+dimension 1 for convolutions, the last one after a linear layer):
+
+- a ``Linear`` or a convolution writes a new space and reads another; its
+  weight is tied to both (``(out, in)``; the kernel dimensions are not
+  touched) and its bias to the first;
+- element-wise layers (activations, dropout), pooling and ``LayerNorm`` or
+  ``BatchNorm`` keep the space of their input; their per-channel parameters
+  (``PReLU`` slopes, the norms' scales and shifts) are tied to it;
+- ``x + f(x)`` (a skip connection) makes the two operands one space: one map
+  serves every tensor a residual stream ties;
+- ``flatten`` of ``(n, channels, ...)`` gives a product space: the channel
+  space repeated once per position, whose map is ``kron(T, I)``;
+- the model's input and output spaces are shared by construction (same
+  features, same outputs): their maps are the identity.
+
+Any other operation, and any parameter the graph does not tie to a space, is
+refused by name: a task vector never loses a parameter silently.
+"""
+
+# Authors: The sklearn_ext developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["FunctionalModel", "GraphSpec", "graph_io", "trace_spaces"]
+
+# Layers that keep their input's space, by class name; the parameters of the
+# ones in _PER_CHANNEL are per channel (or one shared value).
+_KEEP = {
+    "ReLU", "LeakyReLU", "ReLU6", "PReLU", "ELU", "SELU", "CELU", "GELU",
+    "SiLU", "Mish", "Tanh", "Hardtanh", "Sigmoid", "Softplus", "Softsign",
+    "Tanhshrink", "Identity", "Dropout", "Dropout1d", "Dropout2d",
+    "AlphaDropout", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+}  # fmt: skip
+_PER_CHANNEL = {"PReLU", "LayerNorm", "BatchNorm1d", "BatchNorm2d"}
+_CONV = {"Conv1d", "Conv2d"}
+_KEEP_FUNCTIONS = {
+    "relu", "gelu", "silu", "tanh", "sigmoid", "elu", "leaky_relu", "dropout",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "softplus", "mish", "hardtanh", "relu6",
+}  # fmt: skip
+
+
+class FunctionalModel:
+    """A model given as a state dict and a forward function.
+
+    Parameters
+    ----------
+    state_dict : dict
+        ``{name: tensor}``: the model's parameters.
+    forward : callable
+        ``forward(params, x)``: the model's output for the batch ``x``,
+        reading the parameters from the dict ``params`` (with
+        ``torch.nn.functional`` operations: ``F.linear``, ``F.conv2d``,
+        ``F.layer_norm``, activations, ``+`` for skip connections).
+
+    Notes
+    -----
+    :meth:`module` builds an ``nn.Module`` holding copies of the tensors as
+    parameters, which is what ``torch.fx`` traces. Task vectors and
+    transported updates of a functional model use the state dict's names,
+    and :meth:`TaskVectorTransporter.apply` returns a new functional model.
+    """
+
+    def __init__(self, state_dict, forward):
+        self.state_dict = state_dict
+        self.forward = forward
+
+    def module(self):
+        """The ``nn.Module`` that runs ``forward`` on the stored parameters.
+
+        Returns
+        -------
+        module : torch.nn.Module
+            Holds copies of the tensors as parameters ``p0, p1, ...`` and maps
+            them back to the state dict's names in ``original_names``.
+        """
+        import torch
+
+        forward, names = self.forward, list(self.state_dict)
+
+        class _Module(torch.nn.Module):
+            def __init__(self, state):
+                super().__init__()
+                self.original_names = {}
+                for i, name in enumerate(names):
+                    value = torch.as_tensor(state[name]).detach().clone()
+                    self.register_parameter(f"p{i}", torch.nn.Parameter(value))
+                    self.original_names[f"p{i}"] = name
+
+            def forward(self, x):
+                params = {n: getattr(self, f"p{i}") for i, n in enumerate(names)}
+                return forward(params, x)
+
+        return _Module(self.state_dict)
+
+
+class _Spaces:
+    """Union-find over channel spaces; a fixed space maps by the identity."""
+
+    def __init__(self):
+        self.parent, self.width, self.fixed = [], [], []
+
+    def new(self, width, fixed=False):
+        self.parent.append(len(self.parent))
+        self.width.append(int(width))
+        self.fixed.append(fixed)
+        return len(self.parent) - 1
+
+    def find(self, s):
+        while self.parent[s] != s:
+            self.parent[s] = self.parent[self.parent[s]]
+            s = self.parent[s]
+        return s
+
+    def union(self, a, b, where):
+        a, b = self.find(a), self.find(b)
+        if a == b:
+            return a
+        if self.width[a] != self.width[b]:
+            raise ValueError(
+                f"{where}: a skip connection adds tensors of {self.width[a]} and "
+                f"{self.width[b]} channels."
+            )
+        keep, drop = (a, b) if a < b else (b, a)
+        self.parent[drop] = keep
+        self.fixed[keep] = self.fixed[keep] or self.fixed[drop]
+        return keep
+
+
+@dataclass
+class _Value:
+    """A tensor's channels: its space, the dimension that holds them, and how
+    many positions a flatten folded into them (1: none)."""
+
+    space: int
+    dim: int
+    repeat: int = 1
+
+
+@dataclass
+class GraphSpec:
+    """What a transport needs to know of a traced model.
+
+    ``params`` lists, in graph order, ``(name, role, spaces)``: role
+    ``"weight"`` (spaces: out, in, the in-space's repeat), ``"bias"`` (out),
+    ``"unit"`` (the space, or None for one shared value). ``spaces`` are
+    canonical indices (first appearance), ``fixed`` the ones mapped by the
+    identity; ``reads`` holds per space the nodes whose values align it, with
+    a weight (1 for what a parameterised layer reads, else a tie-break).
+    ``signature`` is the graph's operations, for correspondence checks.
+    """
+
+    kind: str
+    params: list
+    widths: list
+    fixed: list
+    reads: dict
+    signature: list
+    shapes: dict = field(default_factory=dict)
+
+    @property
+    def keys(self):
+        return tuple(name for name, _, _ in self.params)
+
+    def renamed(self, names):
+        """The spec with parameter names mapped through ``names``."""
+        return GraphSpec(
+            kind=self.kind,
+            params=[(names[n], r, a) for n, r, a in self.params],
+            widths=self.widths,
+            fixed=self.fixed,
+            reads=self.reads,
+            signature=self.signature,
+            shapes={names[n]: v for n, v in self.shapes.items()},
+        )
+
+
+def _leaf_name(module):
+    return type(module).__name__
+
+
+def _function_name(target):
+    return getattr(target, "__name__", str(target))
+
+
+def trace_spaces(module, example, kind, where):
+    """Trace ``module`` on ``example`` and tie every tensor to its space.
+
+    Returns the :class:`GraphSpec` and the traced ``GraphModule``.
+    """
+    import torch
+    from torch import fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    try:
+        gm = fx.symbolic_trace(module)
+    except Exception as err:  # fx raises many kinds on untraceable code
+        raise TypeError(
+            f"{where} cannot be traced by torch.fx ({type(err).__name__}: {err}); "
+            "write its forward with traceable operations, or pass a "
+            "FunctionalModel."
+        ) from None
+    modules = dict(gm.named_modules())
+    for node in gm.graph.nodes:  # unsupported layers are named before any run
+        if node.op == "call_module":
+            cls = _leaf_name(modules[node.target])
+            if (
+                cls not in _KEEP
+                and cls not in _CONV
+                and cls not in ("Linear", "Flatten")
+            ):
+                raise TypeError(
+                    f"{where} holds a {cls} layer ({node.target!r}), which the "
+                    "transport does not support: supported are Linear, Conv1d, "
+                    "Conv2d, LayerNorm, BatchNorm, pooling, Flatten and element-wise "
+                    "layers, joined by skip connections."
+                )
+    was_training = module.training
+    gm.eval()
+    try:
+        with torch.no_grad():
+            ShapeProp(gm).propagate(example)
+    except Exception as err:
+        raise ValueError(
+            f"{where} does not run on the calibration rows "
+            f"({type(err).__name__}: {err})."
+        ) from None
+    finally:
+        module.train(was_training)
+    spaces = _Spaces()
+    values, params, signature, reads = {}, [], [], []
+    used = set()
+
+    def shape(node):
+        meta = node.meta.get("tensor_meta")
+        return None if meta is None else tuple(meta.shape)
+
+    def value_of(arg, name):
+        if not isinstance(arg, fx.Node) or arg not in values:
+            raise TypeError(f"{where}: {name} reads a value the trace cannot follow.")
+        return values[arg]
+
+    def channels_in(node, dim):
+        return shape(node)[dim]
+
+    def keep(node, src, dim=None):
+        v = values[src]
+        values[node] = _Value(v.space, v.dim if dim is None else dim, v.repeat)
+
+    def add_param(name, role, *args):
+        used.add(name)
+        params.append((name, role, args))
+
+    def layer(node, in_arg, weight, bias, conv, name):
+        v = value_of(in_arg, name)
+        out_shape = shape(node)
+        out_dim = 1 if conv else len(out_shape) - 1
+        out_width = out_shape[out_dim]
+        if conv and v.dim != 1:
+            raise ValueError(f"{where}: {name} reads channels on dimension {v.dim}.")
+        reads.append((v.space, in_arg, v, 1.0))
+        out = spaces.new(out_width)
+        values[node] = _Value(out, out_dim)
+        reads.append((out, node, values[node], None))  # the tie-break
+        add_param(weight, "weight", out, v.space, v.repeat)
+        if bias is not None:
+            add_param(bias, "bias", out)
+        return out
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            s = shape(node)
+            dim = len(s) - 1 if len(s) == 2 else 1
+            values[node] = _Value(spaces.new(s[dim], fixed=True), dim)
+            signature.append(("input", s[1:]))
+            continue
+        if node.op == "get_attr":
+            continue
+        if node.op == "output":
+            out = value_of(node.args[0], "the output")
+            root = spaces.find(out.space)
+            spaces.fixed[root] = True
+            signature.append(("output", shape(node.args[0])[1:]))
+            continue
+        if node.op == "call_module":
+            m = modules[node.target]
+            name, cls = node.target, _leaf_name(m)
+            kernel = tuple(m.weight.shape[2:]) if cls in _CONV else ()
+            signature.append((cls, kernel))
+            if cls == "Linear" or cls in _CONV:
+                if cls in _CONV and m.groups != 1:
+                    raise TypeError(
+                        f"{where}: the grouped convolution {name!r} (groups="
+                        f"{m.groups}) is not supported: its channels do not mix."
+                    )
+                bias = None if m.bias is None else f"{name}.bias"
+                layer(node, node.args[0], f"{name}.weight", bias, cls in _CONV, name)
+            elif cls == "Flatten":
+                _flatten(node, values, shape, m.start_dim, m.end_dim, where, name)
+            elif cls in _KEEP:
+                v = value_of(node.args[0], name)
+                keep(node, node.args[0])
+                if cls in _PER_CHANNEL:
+                    for pname, p in m.named_parameters(recurse=False):
+                        per = p.numel() > 1
+                        if cls == "LayerNorm" and v.dim != len(shape(node)) - 1:
+                            raise ValueError(
+                                f"{where}: the LayerNorm {name!r} does not normalise "
+                                "the channel dimension."
+                            )
+                        add_param(f"{name}.{pname}", "unit", v.space if per else None)
+            else:
+                raise TypeError(
+                    f"{where} holds a {cls} layer ({name!r}), which the transport "
+                    "does not support: supported are Linear, Conv1d, Conv2d, "
+                    "LayerNorm, BatchNorm, pooling, Flatten and element-wise "
+                    "layers, joined by skip connections."
+                )
+            continue
+        fname = _function_name(node.target)
+        signature.append((fname,))
+        tensors = [a for a in node.args if isinstance(a, fx.Node) and a in values]
+        if (
+            node.op == "call_function"
+            and node.target in (operator.add, operator.sub)
+            or (fname in ("add", "sub") and len(tensors) == 2)
+        ):
+            if len(tensors) == 2:
+                a, b = (values[t] for t in tensors)
+                if a.dim != b.dim or a.repeat != b.repeat:
+                    raise ValueError(
+                        f"{where}: a skip connection joins unlike tensors."
+                    )
+                s = spaces.union(a.space, b.space, where)
+                values[node] = _Value(s, a.dim, a.repeat)
+            else:
+                keep(node, tensors[0])
+            continue
+        if fname in ("mul", "truediv") and len(tensors) == 1:
+            keep(node, tensors[0])  # scaling by a number
+            continue
+        if fname in _KEEP_FUNCTIONS or fname == "contiguous":
+            keep(node, tensors[0])
+            continue
+        if fname == "flatten":
+            start = (
+                node.args[1] if len(node.args) > 1 else node.kwargs.get("start_dim", 0)
+            )
+            end = node.args[2] if len(node.args) > 2 else node.kwargs.get("end_dim", -1)
+            _flatten(node, values, shape, start, end, where, fname)
+            continue
+        if (
+            fname in ("reshape", "view")
+            and spaces.fixed[spaces.find(values[tensors[0]].space)]
+        ):
+            # The input reshaped (e.g. flat rows to images): still the input.
+            s = shape(node)
+            dim = len(s) - 1 if len(s) == 2 else 1
+            values[node] = _Value(spaces.new(s[dim], fixed=True), dim)
+            continue
+        if fname in ("linear", "conv1d", "conv2d"):
+            w = node.args[1]
+            b = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
+            wname = _attr_name(w, where)
+            bname = None if b is None else _attr_name(b, where)
+            layer(node, node.args[0], wname, bname, fname != "linear", fname)
+            continue
+        if fname == "layer_norm":
+            keep(node, node.args[0])
+            for arg in node.args[2:4]:
+                if isinstance(arg, fx.Node):
+                    add_param(_attr_name(arg, where), "unit", values[node].space)
+            continue
+        raise TypeError(
+            f"{where} uses the operation {fname!r}, which the transport does not "
+            "support (supported: linear layers and convolutions, element-wise "
+            "functions, pooling, layer norm, flatten, and + for skip connections)."
+        )
+    named = dict(gm.named_parameters())
+    left = sorted(set(named) - used)
+    if left:
+        raise TypeError(
+            f"{where} has parameters the transport cannot tie to a space: {left}; "
+            "they would be left out of the task vector."
+        )
+    # Canonical space indices, in order of first appearance.
+    order = {}
+    for _name, role, args in params:
+        for s in args[:2] if role == "weight" else args[:1]:
+            if s is not None:
+                order.setdefault(spaces.find(s), len(order))
+    for s, *_ in reads:
+        order.setdefault(spaces.find(s), len(order))
+
+    def canon(s):
+        return None if s is None else order[spaces.find(s)]
+
+    out_params = []
+    for name, role, args in params:
+        if role == "weight":
+            out_params.append((name, role, (canon(args[0]), canon(args[1]), args[2])))
+        else:
+            out_params.append((name, role, (canon(args[0]),)))
+    widths = [0] * len(order)
+    fixed = [False] * len(order)
+    for root, i in order.items():
+        widths[i] = spaces.width[root]
+        fixed[i] = spaces.fixed[root]
+    by_space = {}
+    for s, node, v, weight in reads:
+        by_space.setdefault(order[spaces.find(s)], []).append(
+            (node.name, v.dim, v.repeat, weight)
+        )
+    spec = GraphSpec(
+        kind=kind,
+        params=out_params,
+        widths=widths,
+        fixed=fixed,
+        reads=by_space,
+        signature=signature,
+        shapes={name: tuple(named[name].shape) for name, _, _ in out_params},
+    )
+    return spec, gm
+
+
+def _attr_name(node, where):
+    if getattr(node, "op", None) != "get_attr":
+        raise TypeError(
+            f"{where}: a layer's weight is not one of the model's parameters."
+        )
+    return node.target
+
+
+def _flatten(node, values, shape, start, end, where, name):
+    v = values[node.args[0]]
+    s = shape(node.args[0])
+    end = end % len(s)
+    if start != 1 or end != len(s) - 1 or v.dim != 1:
+        raise ValueError(
+            f"{where}: {name} must flatten everything after the batch dimension of "
+            "a (batch, channels, ...) tensor."
+        )
+    values[node] = _Value(v.space, 1, v.repeat * int(np.prod(s[2:], dtype=int)))
+
+
+def graph_io(gm, inputs, spec):
+    """Activations aligning each space: ``{space: rows (n, width)}`` (float64)."""
+    import torch
+    from torch import fx
+
+    wanted = {entry[0] for entries in spec.reads.values() for entry in entries}
+    seen = {}
+
+    class _Recorder(fx.Interpreter):
+        def run_node(self, n):
+            out = super().run_node(n)
+            if n.name in wanted:
+                seen[n.name] = out.detach()
+            return out
+
+    gm.eval()
+    with torch.no_grad():
+        _Recorder(gm).run(inputs)
+    rows = {}
+    for space, entries in spec.reads.items():
+        blocks, ties = [], []
+        for name, dim, repeat, weight in entries:
+            t = seen[name]
+            if repeat > 1:  # flattened (channel, position): positions are rows
+                t = t.reshape(t.shape[0], -1, repeat).movedim(1, -1)
+            else:
+                t = t.movedim(dim, -1)
+            block = t.reshape(-1, t.shape[-1]).cpu().double().numpy()
+            (blocks if weight is not None else ties).append(block)
+        if not blocks:  # no layer reads the space: align on what it holds
+            blocks, ties = ties, []
+        main = np.vstack(blocks)
+        if ties:
+            tie = np.vstack(ties)
+            scale = 1e-2 * np.linalg.norm(main) / max(np.linalg.norm(tie), 1e-300)
+            main = np.vstack([main, scale * tie])
+        rows[space] = main
+    return rows

@@ -1,0 +1,228 @@
+"""Theseus beyond chains: convolutions, skip connections, norms, functional models."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from sklearn_ext.transfer import FunctionalModel, TaskVectorTransporter, task_vector
+
+
+class CNN(nn.Module):
+    def __init__(self, c1=6, c2=8, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.conv1 = nn.Conv2d(1, c1, 3, padding=1)
+        self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(c2 * 4 * 4, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.conv1(x.reshape(-1, 1, 8, 8)))
+        h = self.pool(torch.relu(self.conv2(h)))
+        return self.fc(torch.flatten(h, 1))
+
+
+class Residual(nn.Module):
+    """A residual stream of width d with one block (hidden width k)."""
+
+    def __init__(self, d=12, k=16, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.inp = nn.Linear(6, d)
+        self.up = nn.Linear(d, k)
+        self.down = nn.Linear(k, d)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, x):
+        h = self.inp(x)
+        h = h + self.down(torch.relu(self.up(h)))
+        return self.head(self.norm(h))
+
+
+def _perturbed(net, seed=1, scale=0.05):
+    g = torch.Generator().manual_seed(seed)
+    tuned = copy.deepcopy(net)
+    with torch.no_grad():
+        for p in tuned.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g))
+    return tuned
+
+
+def _out(net, X):
+    with torch.no_grad():
+        return net(torch.as_tensor(X, dtype=torch.float32)).numpy()
+
+
+@pytest.fixture
+def images():
+    return np.random.default_rng(0).normal(size=(60, 64))
+
+
+@pytest.fixture
+def rows():
+    return np.random.default_rng(0).normal(size=(300, 6))
+
+
+def _permuted_cnn(net, p1, p2):
+    twin = copy.deepcopy(net)
+    with torch.no_grad():
+        twin.conv1.weight.copy_(net.conv1.weight[p1])
+        twin.conv1.bias.copy_(net.conv1.bias[p1])
+        twin.conv2.weight.copy_(net.conv2.weight[p2][:, p1])
+        twin.conv2.bias.copy_(net.conv2.bias[p2])
+        w = net.fc.weight.reshape(3, len(p2), 16)[:, p2].reshape(3, -1)
+        twin.fc.weight.copy_(w)
+    return twin
+
+
+def _permuted_residual(net, p, q):
+    twin = copy.deepcopy(net)
+    with torch.no_grad():
+        twin.inp.weight.copy_(net.inp.weight[p])
+        twin.inp.bias.copy_(net.inp.bias[p])
+        twin.up.weight.copy_(net.up.weight[q][:, p])
+        twin.up.bias.copy_(net.up.bias[q])
+        twin.down.weight.copy_(net.down.weight[p][:, q])
+        twin.down.bias.copy_(net.down.bias[p])
+        twin.norm.weight.copy_(net.norm.weight[p])
+        twin.norm.bias.copy_(net.norm.bias[p])
+        twin.head.weight.copy_(net.head.weight[:, p])
+    return twin
+
+
+@pytest.mark.parametrize("make", [CNN, Residual], ids=["conv", "residual"])
+def test_a_model_onto_itself_is_the_identity(make, images, rows):
+    net = make()
+    X = images if make is CNN else rows
+    tau = task_vector(_perturbed(net), net)
+    tr = TaskVectorTransporter().fit(X, source_base=net, target_base=net)
+    for m in tr.maps_:
+        np.testing.assert_allclose(m, np.eye(len(m)), atol=1e-6)
+    moved = tr.transform(tau)
+    assert set(moved) == set(dict(net.named_parameters()))
+    for k in tau:
+        np.testing.assert_allclose(moved[k], tau[k], atol=1e-5)
+
+
+def test_permuted_conv_channels_are_recovered(images):
+    net = CNN()
+    tuned = _perturbed(net)
+    p1, p2 = torch.randperm(6), torch.randperm(8)
+    twin = _permuted_cnn(net, p1, p2)
+    np.testing.assert_allclose(_out(twin, images), _out(net, images), atol=1e-5)
+    tr = TaskVectorTransporter().fit(images, source_base=net, target_base=twin)
+    moved = tr.apply(twin, tr.transform(tuned))
+    np.testing.assert_allclose(_out(moved, images), _out(tuned, images), atol=1e-4)
+
+
+def test_a_residual_stream_shares_one_map_and_is_recovered(rows):
+    net = Residual()
+    tuned = _perturbed(net)
+    p, q = torch.randperm(12), torch.randperm(16)
+    twin = _permuted_residual(net, p, q)
+    np.testing.assert_allclose(_out(twin, rows), _out(net, rows), atol=1e-5)
+    tr = TaskVectorTransporter().fit(rows, source_base=net, target_base=twin)
+    # Spaces: the input, the residual stream (written by inp and down, read
+    # by up, the norm and the head: one map), the block's hidden space and
+    # the output.
+    assert sorted(m.shape for m in tr.maps_) == [(3, 3), (6, 6), (12, 12), (16, 16)]
+    moved = tr.apply(twin, tr.transform(tuned))
+    np.testing.assert_allclose(_out(moved, rows), _out(tuned, rows), atol=1e-4)
+
+
+def test_across_widths_the_maps_are_semi_orthogonal(images, rows):
+    tr = TaskVectorTransporter().fit(
+        images, source_base=CNN(6, 8), target_base=CNN(10, 12, seed=1)
+    )
+    shapes = sorted(m.shape for m in tr.maps_)
+    assert (6, 10) in shapes and (8, 12) in shapes
+    for m in tr.maps_:
+        small = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+        np.testing.assert_allclose(small, np.eye(len(small)), atol=1e-8)
+    update = tr.transform(task_vector(_perturbed(CNN(6, 8)), CNN(6, 8)))
+    assert update["fc.weight"].shape == (3, 12 * 16)
+    assert update["conv2.weight"].shape == (12, 10, 3, 3)
+
+
+def _functional_forward(params, x):
+    h = torch.nn.functional.linear(x, params["inp.weight"], params["inp.bias"])
+    inner = torch.relu(torch.nn.functional.linear(h, params["up.weight"]))
+    h = h + torch.nn.functional.linear(inner, params["down.weight"])
+    return torch.nn.functional.linear(h, params["head.weight"], params["head.bias"])
+
+
+def _functional(d, k, seed):
+    g = torch.Generator().manual_seed(seed)
+    shapes = {
+        "inp.weight": (d, 6),
+        "inp.bias": (d,),
+        "up.weight": (k, d),
+        "down.weight": (d, k),
+        "head.weight": (3, d),
+        "head.bias": (3,),
+    }
+    state = {n: 0.3 * torch.randn(s, generator=g) for n, s in shapes.items()}
+    return FunctionalModel(state, _functional_forward)
+
+
+def test_a_state_dict_with_a_forward_function_is_a_model(rows):
+    base = _functional(12, 16, 0)
+    tuned = FunctionalModel(
+        {k: v + 0.05 for k, v in base.state_dict.items()}, _functional_forward
+    )
+    tau = task_vector(tuned, base)
+    assert set(tau) == set(base.state_dict)
+    tr = TaskVectorTransporter().fit(rows, source_base=base, target_base=base)
+    moved = tr.transform(tau)
+    for k in tau:
+        np.testing.assert_allclose(moved[k], tau[k], atol=1e-5)
+    out = tr.apply(base, moved)
+    assert isinstance(out, FunctionalModel)
+    x = torch.as_tensor(rows, dtype=torch.float32)
+    with torch.no_grad():
+        np.testing.assert_allclose(
+            _functional_forward(out.state_dict, x),
+            _functional_forward(tuned.state_dict, x),
+            atol=1e-5,
+        )
+    wide = _functional(20, 24, 1)
+    update = TaskVectorTransporter().fit(rows, source_base=base, target_base=wide)
+    assert update.transform(tau)["down.weight"].shape == (20, 24)
+
+
+class _Concat(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 4)
+        self.b = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = self.a(x)
+        return self.b(torch.cat([h, h], dim=1))
+
+
+class _Shallow(Residual):
+    def forward(self, x):  # the block removed
+        return self.head(self.norm(self.inp(x)))
+
+
+def test_unsupported_operations_and_graphs_that_differ_are_named(rows):
+    with pytest.raises(TypeError, match="uses the operation 'cat'"):
+        TaskVectorTransporter().fit(rows, source_base=_Concat(), target_base=_Concat())
+    with pytest.raises(ValueError, match="layer graphs differ at operation"):
+        TaskVectorTransporter().fit(
+            rows, source_base=Residual(), target_base=_Shallow()
+        )
+    with pytest.raises(ValueError, match="align='lstsq'"):
+        TaskVectorTransporter(align="lstsq").fit(
+            rows, source_base=Residual(), target_base=Residual()
+        )
+    grouped = nn.Sequential(nn.Conv1d(6, 6, 1, groups=3))
+    with pytest.raises(TypeError, match="grouped convolution"):
+        TaskVectorTransporter().fit(
+            rows[:, :, None], source_base=grouped, target_base=grouped
+        )
