@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 SECONDS = {
-    "ConstrainedMaxMinMORL": 10,
+    "ConstrainedMaxMinMORL": 6,
     "KRQuantileRegressor": 9,
     "LagrangianActorCritic": 6,
     "MOQuantileAgent": 5,
@@ -233,7 +233,7 @@ def demo_TabularMaxMinMORL():
 
 
 def demo_ConstrainedMaxMinMORL():
-    """BuildingThermalEnv, a 290 kWh budget, 40 PPO updates.
+    """BuildingThermalEnv, a 290 kWh budget, 25 PPO updates.
 
     Against the same agent with fixed equal weights (the constrained
     utilitarian agent).
@@ -246,7 +246,7 @@ def demo_ConstrainedMaxMinMORL():
     for name, params in (("ours", {}), ("utilitarian", {"weights": [1, 1, 1]})):
         agent = ConstrainedMaxMinMORL(
             cost_limits=[290.0],
-            total_timesteps=40 * 8 * env.horizon,
+            total_timesteps=25 * 8 * env.horizon,
             max_episode_steps=env.horizon,
             random_state=0,
             **params,
@@ -257,7 +257,7 @@ def demo_ConstrainedMaxMinMORL():
         worst[name], energy[name] = float(returns.min()), float(costs[0])
     return {
         "data": "BuildingThermalEnv (3 zones, a cold day), energy budget 290 "
-        f"kWh, 40 PPO updates of 8 days; energy used: ours {energy['ours']:.0f}, "
+        f"kWh, 25 PPO updates of 8 days; energy used: ours {energy['ours']:.0f}, "
         f"utilitarian {energy['utilitarian']:.0f} kWh",
         "metric": "worst zone's comfort (degree-hours) of the stochastic policy "
         "on 10 days",
