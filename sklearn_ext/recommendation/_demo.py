@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 SECONDS = {
-    "GCIBRecommender": 7,
+    "GCIBRecommender": 4,
 }
 
 RANKS = (8, 16, 32, 64)
@@ -21,9 +21,9 @@ L2_REGS = (30.0, 100.0, 300.0, 1000.0)
 
 
 def demo_GCIBRecommender():
-    """Generated view/cart/buy data, 500 users, 30% noise.
+    """Generated view/cart/buy data, 300 users, 30% noise.
 
-    Leave-one-out NDCG@10 on ``make_multibehavior`` (500 users, 400 items,
+    Leave-one-out NDCG@10 on ``make_multibehavior`` (300 users, 400 items,
     30% noise on the auxiliary behaviours), GCIB at its defaults. The
     baseline is the stronger of two plain closed forms, each tuned as a
     practitioner would on a validation purchase held out of each user's
@@ -36,7 +36,7 @@ def demo_GCIBRecommender():
     from sklearn_ext.datasets import make_multibehavior
     from sklearn_ext.recommendation import GCIBRecommender
 
-    data = make_multibehavior(500, 400, noise_rate=0.3, random_state=0)
+    data = make_multibehavior(300, 400, noise_rate=0.3, random_state=0)
     model = GCIBRecommender(behaviors=data.behaviors, random_state=0).fit(data.data)
     train, held = _validation_split(data.data, data.n_items)
     candidates = [("EASE", lam) for lam in L2_REGS] + [("PureSVD", r) for r in RANKS]
@@ -44,7 +44,7 @@ def demo_GCIBRecommender():
     name, value = max(valid, key=valid.get)
     knob = "ridge penalty" if name == "EASE" else "rank"
     return {
-        "data": "make_multibehavior(500 users, 400 items, noise 0.3)",
+        "data": "make_multibehavior(300 users, 400 items, noise 0.3)",
         "metric": "leave-one-out NDCG@10",
         "score": model.score(data.test),
         "baseline": f"{name} ({knob} {value:g}), the best of EASE on the merged "
