@@ -26,7 +26,9 @@ regressor from tests/toy_estimators.py. For each it checks
 
 Then what the estimators' loop does not reach: ``IPBTSearchCV`` driving
 ``NBCGClassifier`` on the GPU with forced restarts, HAMUUnlearner unlearning on
-the device, TaskVectorTransporter between torch chains on the device,
+the device (the package's MLP, and a user's CNN through FrozenEstimator),
+TaskVectorTransporter between torch chains and between traced residual CNNs
+on the device,
 ParetoModelSelector with torch candidates, MAGICClustering and
 FederatedMultiViewClustering (DP-SGD) on the device, a default
 CorrelatedVariationalIMVC fit on mfeat, T-GINEE's directed masked solve.
@@ -588,6 +590,121 @@ def check_transfer_on_gpu():
     }
 
 
+def check_own_model_unlearning_on_gpu():
+    """HAMU on a user's plain-torch CNN on the device, through FrozenEstimator.
+
+    A CNN trained on the digit images on the GPU, wrapped in
+    ``TorchModuleClassifier``: unlearning the 3s must reach the target on the
+    device, keep the retain accuracy, and leave the caller's network as it was.
+    """
+    import torch
+    from sklearn.datasets import load_digits
+    from sklearn.frozen import FrozenEstimator
+
+    from sklearn_ext.unlearning import HAMUUnlearner
+    from sklearn_ext.utils import TorchModuleClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16).astype(np.float32)
+    torch.manual_seed(0)
+    cnn = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(128, 10),
+    ).to(GPU)
+    opt = torch.optim.Adam(cnn.parameters(), lr=0.02)
+    xt = torch.as_tensor(X, device=GPU).reshape(-1, 1, 8, 8)
+    yt = torch.as_tensor(y, device=GPU)
+    for _ in range(80):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(cnn(xt), yt).backward()
+        opt.step()
+    before = [p.detach().clone() for p in cnn.parameters()]
+    clf = TorchModuleClassifier(cnn, classes=np.arange(10), input_shape=(1, 8, 8))
+    u = HAMUUnlearner(
+        FrozenEstimator(clf.fit(X, y)),
+        step_size=0.2,
+        target_forget_accuracy=0.0,
+        max_steps=200,
+        random_state=0,
+    ).fit(X, y)
+    u.unlearn(X[y == 3], y[y == 3], X[y != 3], y[y != 3])
+    forget_acc = float(u.score(X[y == 3], y[y == 3]))
+    retain_acc = float(u.score(X[y != 3], y[y != 3]))
+    untouched = all(torch.equal(a, b) for a, b in zip(before, cnn.parameters()))
+    device = str(next(u.estimator_.module_.parameters()).device)
+    return {
+        "estimator": "HAMUUnlearner (own CNN, FrozenEstimator)",
+        "device": device,
+        "forget_accuracy": forget_acc,
+        "retain_accuracy": retain_acc,
+        "conditions": {
+            "forgotten": forget_acc == 0.0,
+            "retained": retain_acc > 0.9,
+            "caller_untouched": untouched,
+            "on_the_device": device.startswith(GPU),
+        },
+    }
+
+
+def check_graph_transfer_on_gpu():
+    """TaskVectorTransporter between residual CNNs traced on the device.
+
+    A conv net with a skip connection and a copy with its channels permuted:
+    the moved model must compute what the fine-tuned source computes.
+    """
+    import copy
+
+    import torch
+
+    from sklearn_ext.transfer import TaskVectorTransporter
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = torch.nn.Conv2d(1, 8, 3, padding=1)
+            self.block = torch.nn.Conv2d(8, 8, 3, padding=1)
+            self.head = torch.nn.Linear(8 * 64, 4)
+
+        def forward(self, x):
+            h = self.stem(x.reshape(-1, 1, 8, 8))
+            h = h + torch.relu(self.block(h))
+            return self.head(torch.flatten(h, 1))
+
+    g = torch.Generator().manual_seed(0)
+    net = Net()
+    tuned, twin = copy.deepcopy(net), copy.deepcopy(net)
+    perm = torch.randperm(8, generator=g)
+    with torch.no_grad():
+        for p in tuned.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=g))
+        twin.stem.weight.copy_(net.stem.weight[perm])
+        twin.stem.bias.copy_(net.stem.bias[perm])
+        twin.block.weight.copy_(net.block.weight[perm][:, perm])
+        twin.block.bias.copy_(net.block.bias[perm])
+        w = net.head.weight.reshape(4, 8, 64)[:, perm].reshape(4, -1)
+        twin.head.weight.copy_(w)
+    net, tuned, twin = (m.to(GPU) for m in (net, tuned, twin))
+    X = torch.randn(200, 64, generator=g).numpy()
+    tr = TaskVectorTransporter().fit(X, source_base=net, target_base=twin)
+    moved = tr.transform(tuned, output="model", target_base=twin)
+    with torch.no_grad():
+        x = torch.as_tensor(X, device=GPU)
+        gap = float((moved(x) - tuned(x)).abs().max())
+    device = str(next(moved.parameters()).device)
+    return {
+        "estimator": "TaskVectorTransporter (residual CNN)",
+        "device": device,
+        "max_output_gap": gap,
+        "conditions": {
+            "outputs_match": gap < 1e-3,
+            "on_the_device": device.startswith(GPU),
+        },
+    }
+
+
 def check_magic_on_gpu():
     """MAGICClustering on generated images with descriptions, on the device.
 
@@ -856,6 +973,8 @@ EXTRA_CHECKS = (
     ("IPBTSearchCV", check_search_on_gpu),
     ("HAMUUnlearner", check_unlearning_on_gpu),
     ("TaskVectorTransporter", check_transfer_on_gpu),
+    ("HAMUUnlearner (own CNN)", check_own_model_unlearning_on_gpu),
+    ("TaskVectorTransporter (graph)", check_graph_transfer_on_gpu),
     ("MAGICClustering", check_magic_on_gpu),
     ("ParetoModelSelector", check_pareto_selection_on_gpu),
     ("FederatedMultiViewClustering private", check_private_fedmvc_on_gpu),
