@@ -289,9 +289,9 @@ def test_architectures_that_do_not_correspond_are_named(X, target, match):
             "graphs differ at operation 2: LayerNorm and ReLU",
         ),
         (
-            lambda: nn.Sequential(nn.Linear(6, 8), nn.Embedding(8, 3)),
+            lambda: nn.Sequential(nn.Linear(6, 8), nn.GRU(8, 3)),
             TypeError,
-            "holds a Embedding layer",
+            "holds a GRU layer",
         ),
         (lambda: nn.Sequential(nn.ReLU()), ValueError, "no Linear"),
         (lambda: "net", TypeError, "got str"),

@@ -226,3 +226,103 @@ def test_unsupported_operations_and_graphs_that_differ_are_named(rows):
         TaskVectorTransporter().fit(
             rows[:, :, None], source_base=grouped, target_base=grouped
         )
+
+
+class Encoder(nn.Module):
+    """Token embeddings with learned positions, one post-norm encoder block
+    (self-attention and a feed-forward layer), mean pooling, a linear head."""
+
+    def __init__(self, d=8, heads=2, ff=16, vocab=20, length=5, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(0.1 * torch.randn(length, d))
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.norm1 = nn.LayerNorm(d)
+        self.up = nn.Linear(d, ff)
+        self.down = nn.Linear(ff, d)
+        self.norm2 = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 3)
+
+    def forward(self, ids):
+        h = self.embed(ids.long()) + self.pos
+        h = self.norm1(h + self.attn(h, h, h, need_weights=False)[0])
+        h = self.norm2(h + self.down(torch.relu(self.up(h))))
+        return self.head(h.mean(dim=1))
+
+
+def _within_heads(heads, head_dim):
+    """One permutation of the coordinates inside each head, heads in place."""
+    return torch.cat([h * head_dim + torch.randperm(head_dim) for h in range(heads)])
+
+
+def _permuted_encoder(net, p, qk, v, f):
+    twin = copy.deepcopy(net)
+    E = net.attn.embed_dim
+    w, b = net.attn.in_proj_weight, net.attn.in_proj_bias
+    rows = torch.cat([qk, E + qk, 2 * E + v])
+    with torch.no_grad():
+        twin.embed.weight.copy_(net.embed.weight[:, p])
+        twin.pos.copy_(net.pos[:, p])
+        twin.attn.in_proj_weight.copy_(w[rows][:, p])
+        twin.attn.in_proj_bias.copy_(b[rows])
+        o = net.attn.out_proj
+        twin.attn.out_proj.weight.copy_(o.weight[p][:, v])
+        twin.attn.out_proj.bias.copy_(o.bias[p])
+        for name in ("norm1", "norm2"):
+            for attr in ("weight", "bias"):
+                getattr(getattr(twin, name), attr).copy_(
+                    getattr(getattr(net, name), attr)[p]
+                )
+        twin.up.weight.copy_(net.up.weight[f][:, p])
+        twin.up.bias.copy_(net.up.bias[f])
+        twin.down.weight.copy_(net.down.weight[p][:, f])
+        twin.down.bias.copy_(net.down.bias[p])
+        twin.head.weight.copy_(net.head.weight[:, p])
+    return twin
+
+
+@pytest.fixture
+def tokens():
+    return np.random.default_rng(0).integers(0, 20, size=(200, 5))
+
+
+def test_attention_moves_with_per_head_maps_and_is_exact_on_a_permuted_twin(
+    tokens,
+):
+    net = Encoder()
+    tuned = _perturbed(net)
+    p, f = torch.randperm(8), torch.randperm(16)
+    qk, v = _within_heads(2, 4), _within_heads(2, 4)
+    twin = _permuted_encoder(net, p, qk, v, f)
+    np.testing.assert_allclose(_out(twin, tokens), _out(net, tokens), atol=1e-5)
+    tr = TaskVectorTransporter().fit(tokens, source_base=net, target_base=twin)
+    # Queries and keys share one map per head, values another; both block
+    # diagonal (heads stay apart).
+    blocks = [m for m in tr.maps_ if m.shape == (8, 8)]
+    assert any(
+        np.allclose(m[:4, 4:], 0) and not np.allclose(m, np.eye(8)) for m in blocks
+    )
+    moved = tr.apply(twin, tr.transform(tuned))
+    np.testing.assert_allclose(_out(moved, tokens), _out(tuned, tokens), atol=1e-4)
+    onto_itself = TaskVectorTransporter().fit(tokens, source_base=net, target_base=net)
+    tau = task_vector(tuned, net)
+    for k, value in onto_itself.transform(tau).items():
+        np.testing.assert_allclose(value, tau[k], atol=1e-5)
+
+
+def test_wider_heads_and_a_different_head_count(tokens):
+    narrow, wide = Encoder(d=8, ff=16), Encoder(d=12, ff=24, seed=1)
+    tr = TaskVectorTransporter().fit(tokens, source_base=narrow, target_base=wide)
+    update = tr.transform(task_vector(_perturbed(narrow), narrow))
+    assert update["attn.in_proj_weight"].shape == (36, 12)
+    assert update["pos"].shape == (5, 12)
+    with pytest.raises(ValueError, match="do not correspond"):
+        TaskVectorTransporter().fit(
+            tokens, source_base=narrow, target_base=Encoder(d=12, heads=3)
+        )
+    layer = nn.Sequential(nn.Linear(6, 8), nn.TransformerEncoderLayer(8, 2))
+    with pytest.raises(TypeError, match="TransformerEncoderLayer"):
+        TaskVectorTransporter().fit(
+            np.zeros((10, 6)), source_base=layer, target_base=layer
+        )

@@ -7,7 +7,14 @@ dimension 1 for convolutions, the last one after a linear layer):
 
 - a ``Linear`` or a convolution writes a new space and reads another; its
   weight is tied to both (``(out, in)``; the kernel dimensions are not
-  touched) and its bias to the first;
+  touched) and its bias to the first; an ``Embedding`` writes a space, and
+  its rows (tokens) move like biases, as does a learned offset added to a
+  value (positions);
+- a self-attention ``MultiheadAttention`` reads the stream and writes a new
+  space through ``out_proj``; its queries and keys share one space and its
+  values another, each aligned head by head (a block-diagonal map, heads
+  kept apart: a query and a key of one head move together, so their dot
+  products are kept);
 - element-wise layers (activations, dropout), pooling and ``LayerNorm`` or
   ``BatchNorm`` keep the space of their input; their per-channel parameters
   (``PReLU`` slopes, the norms' scales and shifts) are tied to it;
@@ -44,6 +51,8 @@ _KEEP = {
 }  # fmt: skip
 _PER_CHANNEL = {"PReLU", "LayerNorm", "BatchNorm1d", "BatchNorm2d"}
 _CONV = {"Conv1d", "Conv2d"}
+_OTHER_LAYERS = {"Linear", "Flatten", "Embedding", "MultiheadAttention"}
+_CASTS = {"contiguous", "long", "int", "float", "double", "half", "to", "type"}
 _KEEP_FUNCTIONS = {
     "relu", "gelu", "silu", "tanh", "sigmoid", "elu", "leaky_relu", "dropout",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
@@ -109,12 +118,13 @@ class _Spaces:
     """Union-find over channel spaces; a fixed space maps by the identity."""
 
     def __init__(self):
-        self.parent, self.width, self.fixed = [], [], []
+        self.parent, self.width, self.fixed, self.heads = [], [], [], []
 
-    def new(self, width, fixed=False):
+    def new(self, width, fixed=False, heads=1):
         self.parent.append(len(self.parent))
         self.width.append(int(width))
         self.fixed.append(fixed)
+        self.heads.append(int(heads))
         return len(self.parent) - 1
 
     def find(self, s):
@@ -133,6 +143,8 @@ class _Spaces:
                 f"{self.width[b]} channels."
             )
         keep, drop = (a, b) if a < b else (b, a)
+        if self.heads[keep] != 1 or self.heads[drop] != 1:
+            raise ValueError(f"{where}: attention heads' spaces cannot be joined.")
         self.parent[drop] = keep
         self.fixed[keep] = self.fixed[keep] or self.fixed[drop]
         return keep
@@ -168,6 +180,7 @@ class GraphSpec:
     reads: dict
     signature: list
     shapes: dict = field(default_factory=dict)
+    heads: list = field(default_factory=list)
 
     @property
     def keys(self):
@@ -183,6 +196,7 @@ class GraphSpec:
             reads=self.reads,
             signature=self.signature,
             shapes={names[n]: v for n, v in self.shapes.items()},
+            heads=self.heads,
         )
 
 
@@ -215,16 +229,19 @@ def trace_spaces(module, example, kind, where):
     for node in gm.graph.nodes:  # unsupported layers are named before any run
         if node.op == "call_module":
             cls = _leaf_name(modules[node.target])
-            if (
-                cls not in _KEEP
-                and cls not in _CONV
-                and cls not in ("Linear", "Flatten")
-            ):
+            if cls not in _KEEP and cls not in _CONV and cls not in _OTHER_LAYERS:
+                advice = (
+                    " Write the block out with MultiheadAttention, Linear and "
+                    "LayerNorm layers (its fused fast path cannot be traced)."
+                    if cls.startswith("Transformer")
+                    else ""
+                )
                 raise TypeError(
                     f"{where} holds a {cls} layer ({node.target!r}), which the "
                     "transport does not support: supported are Linear, Conv1d, "
-                    "Conv2d, LayerNorm, BatchNorm, pooling, Flatten and element-wise "
-                    "layers, joined by skip connections."
+                    "Conv2d, Embedding, MultiheadAttention (self-attention), "
+                    "LayerNorm, BatchNorm, pooling, Flatten and element-wise "
+                    "layers, joined by skip connections." + advice
                 )
     was_training = module.training
     gm.eval()
@@ -251,8 +268,20 @@ def trace_spaces(module, example, kind, where):
             raise TypeError(f"{where}: {name} reads a value the trace cannot follow.")
         return values[arg]
 
-    def channels_in(node, dim):
-        return shape(node)[dim]
+    def _reduce(node, src):
+        v = values[src]
+        ndim = len(shape(src))
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        dims = [d % ndim for d in dims]
+        keepdim = node.kwargs.get("keepdim", False)
+        if not dims or v.dim in dims or v.repeat != 1:
+            raise TypeError(
+                f"{where}: a reduction over the channels (or over every "
+                "dimension) leaves no space to transport."
+            )
+        dim = v.dim if keepdim else v.dim - sum(d < v.dim for d in dims)
+        values[node] = _Value(v.space, dim)
 
     def keep(node, src, dim=None):
         v = values[src]
@@ -269,14 +298,45 @@ def trace_spaces(module, example, kind, where):
         out_width = out_shape[out_dim]
         if conv and v.dim != 1:
             raise ValueError(f"{where}: {name} reads channels on dimension {v.dim}.")
-        reads.append((v.space, in_arg, v, 1.0))
+        reads.append((v.space, in_arg, v, 1.0, None))
         out = spaces.new(out_width)
         values[node] = _Value(out, out_dim)
-        reads.append((out, node, values[node], None))  # the tie-break
+        reads.append((out, node, values[node], None, None))  # the tie-break
         add_param(weight, "weight", out, v.space, v.repeat)
         if bias is not None:
             add_param(bias, "bias", out)
         return out
+
+    def _attention(node, m, name):
+        q_in, k_in, v_in = (list(node.args) + [None] * 3)[:3]
+        q_in = node.kwargs.get("query", q_in)
+        if not (q_in is k_in is v_in) or q_in is None:
+            raise TypeError(
+                f"{where}: the attention {name!r} must be self-attention "
+                "(query, key and value the same tensor)."
+            )
+        if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+            raise TypeError(
+                f"{where}: the attention {name!r} has separate key/value sizes, "
+                "bias_k/bias_v or add_zero_attn, which the transport does not support."
+            )
+        x = value_of(q_in, name)
+        if x.dim != len(shape(q_in)) - 1:
+            raise ValueError(f"{where}: {name} reads channels that are not last.")
+        E, H = m.embed_dim, m.num_heads
+        qk = spaces.new(E, heads=H)
+        vs = spaces.new(E, heads=H)
+        out = spaces.new(E)
+        values[node] = ("tuple", _Value(out, x.dim))
+        reads.append((x.space, q_in, x, 1.0, None))
+        reads.append((qk, q_in, x, 1.0, ("qk", name)))
+        reads.append((vs, q_in, x, 1.0, ("v", name)))
+        add_param(f"{name}.in_proj_weight", "qkv_weight", qk, vs, x.space)
+        if m.in_proj_bias is not None:
+            add_param(f"{name}.in_proj_bias", "qkv_bias", qk, vs)
+        add_param(f"{name}.out_proj.weight", "weight", out, vs, 1)
+        if m.out_proj.bias is not None:
+            add_param(f"{name}.out_proj.bias", "bias", out)
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -297,8 +357,18 @@ def trace_spaces(module, example, kind, where):
             m = modules[node.target]
             name, cls = node.target, _leaf_name(m)
             kernel = tuple(m.weight.shape[2:]) if cls in _CONV else ()
+            if cls == "MultiheadAttention":
+                kernel = (m.num_heads,)
             signature.append((cls, kernel))
-            if cls == "Linear" or cls in _CONV:
+            if cls == "Embedding":
+                out_shape = shape(node)
+                out = spaces.new(out_shape[-1])
+                values[node] = _Value(out, len(out_shape) - 1)
+                reads.append((out, node, values[node], None, None))
+                add_param(f"{name}.weight", "bias", out)  # rows: tokens
+            elif cls == "MultiheadAttention":
+                _attention(node, m, name)
+            elif cls == "Linear" or cls in _CONV:
                 if cls in _CONV and m.groups != 1:
                     raise TypeError(
                         f"{where}: the grouped convolution {name!r} (groups="
@@ -330,7 +400,26 @@ def trace_spaces(module, example, kind, where):
             continue
         fname = _function_name(node.target)
         signature.append((fname,))
+        if fname == "getitem" and isinstance(values.get(node.args[0]), tuple):
+            if node.args[1] == 0:  # an attention's output, not its weights
+                values[node] = values[node.args[0]][1]
+            continue
         tensors = [a for a in node.args if isinstance(a, fx.Node) and a in values]
+        attrs = [a for a in node.args if getattr(a, "op", None) == "get_attr"]
+        if fname in ("add", "iadd") and len(tensors) == 1 and attrs:
+            # A learned offset added to a value (positions): moves like a bias.
+            v = values[tensors[0]]
+            if v.dim != len(shape(node)) - 1:
+                raise ValueError(
+                    f"{where}: the parameter {attrs[0].target!r} is added to "
+                    "channels that are not last."
+                )
+            add_param(_attr_name(attrs[0], where), "bias", v.space)
+            keep(node, tensors[0])
+            continue
+        if fname in ("mean", "sum", "amax") and len(tensors) == 1:
+            _reduce(node, tensors[0])
+            continue
         if (
             node.op == "call_function"
             and node.target in (operator.add, operator.sub)
@@ -350,7 +439,7 @@ def trace_spaces(module, example, kind, where):
         if fname in ("mul", "truediv") and len(tensors) == 1:
             keep(node, tensors[0])  # scaling by a number
             continue
-        if fname in _KEEP_FUNCTIONS or fname == "contiguous":
+        if fname in _KEEP_FUNCTIONS or fname in _CASTS:
             keep(node, tensors[0])
             continue
         if fname == "flatten":
@@ -395,9 +484,10 @@ def trace_spaces(module, example, kind, where):
             "they would be left out of the task vector."
         )
     # Canonical space indices, in order of first appearance.
+    n_spaces = {"weight": 2, "qkv_weight": 3, "qkv_bias": 2}
     order = {}
     for _name, role, args in params:
-        for s in args[:2] if role == "weight" else args[:1]:
+        for s in args[: n_spaces.get(role, 1)]:
             if s is not None:
                 order.setdefault(spaces.find(s), len(order))
     for s, *_ in reads:
@@ -408,19 +498,19 @@ def trace_spaces(module, example, kind, where):
 
     out_params = []
     for name, role, args in params:
-        if role == "weight":
-            out_params.append((name, role, (canon(args[0]), canon(args[1]), args[2])))
-        else:
-            out_params.append((name, role, (canon(args[0]),)))
+        k = n_spaces.get(role, 1)
+        out_params.append((name, role, (*map(canon, args[:k]), *args[k:])))
     widths = [0] * len(order)
     fixed = [False] * len(order)
+    heads = [1] * len(order)
     for root, i in order.items():
         widths[i] = spaces.width[root]
         fixed[i] = spaces.fixed[root]
+        heads[i] = spaces.heads[root]
     by_space = {}
-    for s, node, v, weight in reads:
+    for s, node, v, weight, derive in reads:
         by_space.setdefault(order[spaces.find(s)], []).append(
-            (node.name, v.dim, v.repeat, weight)
+            (node.name, v.dim, v.repeat, weight, derive)
         )
     spec = GraphSpec(
         kind=kind,
@@ -430,6 +520,7 @@ def trace_spaces(module, example, kind, where):
         reads=by_space,
         signature=signature,
         shapes={name: tuple(named[name].shape) for name, _, _ in out_params},
+        heads=heads,
     )
     return spec, gm
 
@@ -460,6 +551,9 @@ def graph_io(gm, inputs, spec):
     from torch import fx
 
     wanted = {entry[0] for entries in spec.reads.values() for entry in entries}
+    wanted |= {
+        n for n, _, _, _, d in (e for es in spec.reads.values() for e in es) if d
+    }
     seen = {}
 
     class _Recorder(fx.Interpreter):
@@ -475,8 +569,11 @@ def graph_io(gm, inputs, spec):
     rows = {}
     for space, entries in spec.reads.items():
         blocks, ties = [], []
-        for name, dim, repeat, weight in entries:
+        for name, dim, repeat, weight, derive in entries:
             t = seen[name]
+            if derive is not None:  # an attention's queries and keys, or values
+                with torch.no_grad():
+                    t = _projections(dict(gm.named_modules())[derive[1]], t, derive[0])
             if repeat > 1:  # flattened (channel, position): positions are rows
                 t = t.reshape(t.shape[0], -1, repeat).movedim(1, -1)
             else:
@@ -492,3 +589,18 @@ def graph_io(gm, inputs, spec):
             main = np.vstack([main, scale * tie])
         rows[space] = main
     return rows
+
+
+def _projections(attention, x, part):
+    """Queries stacked over keys (``part="qk"``), or values, of self-attention
+    on ``x`` (channels last), as the attention computes them."""
+    import torch
+
+    E = attention.embed_dim
+    w, b = attention.in_proj_weight, attention.in_proj_bias
+    blocks = (0, 1) if part == "qk" else (2,)
+    outs = []
+    for i in blocks:
+        bias = None if b is None else b[i * E : (i + 1) * E]
+        outs.append(torch.nn.functional.linear(x, w[i * E : (i + 1) * E], bias))
+    return torch.cat(outs, dim=0)

@@ -6,6 +6,7 @@
 from numbers import Real
 
 import numpy as np
+from scipy.linalg import block_diag
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
@@ -132,9 +133,10 @@ class TaskVectorTransporter(BaseEstimator):
     ``torch.fx`` and its channel spaces are aligned instead (see
     ``sklearn_ext/transfer/_graph.py`` and the user guide); ``maps_`` then
     holds one map per channel space, in order of first appearance, and
-    ``source_widths_`` / ``target_widths_`` their widths. A hidden space is aligned on what the next linear
-    layer reads (the activation's output), and that one map carries both the
-    update of the layer that writes the space and of the layer that reads it
+    ``source_widths_`` / ``target_widths_`` their widths. A hidden space is
+    aligned on what the next linear layer reads (the activation's output),
+    and that one map carries both the update of the layer that writes the
+    space and of the layer that reads it
     (on digits this closed more of the gap than maps fitted on
     pre-activations, or one map per side). Both bases must compute comparable
     functions (trained on the same data): maps between unrelated models are
@@ -299,14 +301,23 @@ class TaskVectorTransporter(BaseEstimator):
                 )
             if self.center:
                 HA, HB = HA - HA.mean(axis=0), HB - HB.mean(axis=0)
+            # An attention's queries/keys or values: one map per head, the
+            # heads kept apart (block diagonal).
+            heads = source.heads[space] if source.heads else 1
+            a, b = HA.shape[1] // heads, HB.shape[1] // heads
             maps.append(
-                alignment_map(
-                    HA,
-                    HB,
-                    self.align,
-                    whiten=self.whiten,
-                    ridge=self.ridge,
-                    random_state=rng,
+                block_diag(
+                    *(
+                        alignment_map(
+                            HA[:, h * a : (h + 1) * a],
+                            HB[:, h * b : (h + 1) * b],
+                            self.align,
+                            whiten=self.whiten,
+                            ridge=self.ridge,
+                            random_state=rng,
+                        )
+                        for h in range(heads)
+                    )
                 )
             )
         self.maps_ = maps
@@ -482,8 +493,15 @@ class TaskVectorTransporter(BaseEstimator):
                 out[name_b] = np.einsum(
                     "oi...,oO,iI->OI...", d, self.maps_[out_space], T_in
                 )
-            elif role == "bias":
+            elif role == "bias":  # also embeddings and learned positions
                 out[name_b] = d @ self.maps_[args[0]]
+            elif role in ("qkv_weight", "qkv_bias"):
+                T_qk, T_v = self.maps_[args[0]], self.maps_[args[1]]
+                blocks = np.split(d, 3, axis=0)
+                outs = [T.T @ blk for T, blk in zip((T_qk, T_qk, T_v), blocks)]
+                if role == "qkv_weight":
+                    outs = [o @ self.maps_[args[2]] for o in outs]
+                out[name_b] = np.concatenate(outs, axis=0)
             else:  # per channel (or one shared value), as PReLU slopes in chains
                 T = None if args[0] is None else self.maps_[args[0]]
                 out[name_b] = d if T is None else d @ (T * T)
@@ -622,6 +640,8 @@ def _check_graphs(source, target):
             "their parameters do not correspond (a bias, a per-channel parameter "
             "or a flattened size in one model only)"
         )
+    if not problems and source.heads != target.heads:
+        problems.append("their attention layers have different numbers of heads")
     if not problems and source.fixed != target.fixed:
         problems.append("their skip connections tie different spaces")
     if problems:
