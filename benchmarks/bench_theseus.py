@@ -27,7 +27,7 @@ Parts
    and a transformer (width 16 to 32, two heads) on the docstring topics with
    60% of the words replaced, both trained by skorch; Theseus against
    Hungarian matching, truncation and a random map (least squares is for
-   chains only); a CNN with a block removed is refused.
+   chains only); and a CNN moved to one with a residual block removed.
 
 ``--quick`` runs 2 seeds.
 """

@@ -1,6 +1,7 @@
 """Theseus beyond chains: convolutions, skip connections, norms, functional models."""
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -210,12 +211,41 @@ class _Shallow(Residual):
         return self.head(self.norm(self.inp(x)))
 
 
+class _Swapped(Residual):
+    def forward(self, x):  # another operation in the block's place
+        h = self.inp(x)
+        h = h + self.down(torch.sigmoid(self.up(h)))
+        return self.head(self.norm(h))
+
+
+def test_a_block_removed_drops_its_update_by_name_and_moves_the_rest(rows):
+    net, shallow = Residual(), _Shallow(d=16, seed=1)
+    del shallow.up, shallow.down  # the block is gone, not only unused
+    tuned = _perturbed(net)
+    with pytest.warns(UserWarning, match="no counterpart for the source's"):
+        tr = TaskVectorTransporter().fit(rows, source_base=net, target_base=shallow)
+    assert sorted(tr.dropped_) == ["down.bias", "down.weight", "up.bias", "up.weight"]
+    update = tr.transform(tuned)
+    assert set(update) == set(dict(shallow.named_parameters()))
+    assert update["inp.weight"].shape == (16, 6)
+    # The other way round, the target's extra block gets no update.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = TaskVectorTransporter().fit(
+            rows, source_base=shallow, target_base=Residual(seed=2)
+        )
+    moved = back.transform(task_vector(_perturbed(shallow), shallow))
+    for name in ("up.weight", "up.bias", "down.weight", "down.bias"):
+        assert not moved[name].any()
+    assert moved["head.weight"].abs().sum() > 0
+
+
 def test_unsupported_operations_and_graphs_that_differ_are_named(rows):
     with pytest.raises(TypeError, match="uses the operation 'cat'"):
         TaskVectorTransporter().fit(rows, source_base=_Concat(), target_base=_Concat())
     with pytest.raises(ValueError, match="layer graphs differ at operation"):
         TaskVectorTransporter().fit(
-            rows, source_base=Residual(), target_base=_Shallow()
+            rows, source_base=Residual(), target_base=_Swapped()
         )
     with pytest.raises(ValueError, match="align='lstsq'"):
         TaskVectorTransporter(align="lstsq").fit(

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FunctionalModel", "GraphSpec", "graph_io", "trace_spaces"]
+__all__ = ["FunctionalModel", "GraphSpec", "graph_io", "stack_reads", "trace_spaces"]
 
 # Layers that keep their input's space, by class name; the parameters of the
 # ones in _PER_CHANNEL are per channel (or one shared value).
@@ -181,6 +181,7 @@ class GraphSpec:
     signature: list
     shapes: dict = field(default_factory=dict)
     heads: list = field(default_factory=list)
+    param_ops: list = field(default_factory=list)
 
     @property
     def keys(self):
@@ -197,6 +198,7 @@ class GraphSpec:
             signature=self.signature,
             shapes={names[n]: v for n, v in self.shapes.items()},
             heads=self.heads,
+            param_ops=self.param_ops,
         )
 
 
@@ -256,7 +258,7 @@ def trace_spaces(module, example, kind, where):
     finally:
         module.train(was_training)
     spaces = _Spaces()
-    values, params, signature, reads = {}, [], [], []
+    values, params, signature, reads, param_ops = {}, [], [], [], []
     used = set()
 
     def shape(node):
@@ -290,6 +292,7 @@ def trace_spaces(module, example, kind, where):
     def add_param(name, role, *args):
         used.add(name)
         params.append((name, role, args))
+        param_ops.append(len(signature) - 1)
 
     def layer(node, in_arg, weight, bias, conv, name):
         v = value_of(in_arg, name)
@@ -298,10 +301,12 @@ def trace_spaces(module, example, kind, where):
         out_width = out_shape[out_dim]
         if conv and v.dim != 1:
             raise ValueError(f"{where}: {name} reads channels on dimension {v.dim}.")
-        reads.append((v.space, in_arg, v, 1.0, None))
+        reads.append((len(signature) - 1, v.space, in_arg, v, 1.0, None))
         out = spaces.new(out_width)
         values[node] = _Value(out, out_dim)
-        reads.append((out, node, values[node], None, None))  # the tie-break
+        reads.append(
+            (len(signature) - 1, out, node, values[node], None, None)
+        )  # the tie-break
         add_param(weight, "weight", out, v.space, v.repeat)
         if bias is not None:
             add_param(bias, "bias", out)
@@ -328,9 +333,9 @@ def trace_spaces(module, example, kind, where):
         vs = spaces.new(E, heads=H)
         out = spaces.new(E)
         values[node] = ("tuple", _Value(out, x.dim))
-        reads.append((x.space, q_in, x, 1.0, None))
-        reads.append((qk, q_in, x, 1.0, ("qk", name)))
-        reads.append((vs, q_in, x, 1.0, ("v", name)))
+        reads.append((len(signature) - 1, x.space, q_in, x, 1.0, None))
+        reads.append((len(signature) - 1, qk, q_in, x, 1.0, ("qk", name)))
+        reads.append((len(signature) - 1, vs, q_in, x, 1.0, ("v", name)))
         add_param(f"{name}.in_proj_weight", "qkv_weight", qk, vs, x.space)
         if m.in_proj_bias is not None:
             add_param(f"{name}.in_proj_bias", "qkv_bias", qk, vs)
@@ -364,7 +369,7 @@ def trace_spaces(module, example, kind, where):
                 out_shape = shape(node)
                 out = spaces.new(out_shape[-1])
                 values[node] = _Value(out, len(out_shape) - 1)
-                reads.append((out, node, values[node], None, None))
+                reads.append((len(signature) - 1, out, node, values[node], None, None))
                 add_param(f"{name}.weight", "bias", out)  # rows: tokens
             elif cls == "MultiheadAttention":
                 _attention(node, m, name)
@@ -490,7 +495,7 @@ def trace_spaces(module, example, kind, where):
         for s in args[: n_spaces.get(role, 1)]:
             if s is not None:
                 order.setdefault(spaces.find(s), len(order))
-    for s, *_ in reads:
+    for _op, s, *_ in reads:
         order.setdefault(spaces.find(s), len(order))
 
     def canon(s):
@@ -508,9 +513,9 @@ def trace_spaces(module, example, kind, where):
         fixed[i] = spaces.fixed[root]
         heads[i] = spaces.heads[root]
     by_space = {}
-    for s, node, v, weight, derive in reads:
+    for op, s, node, v, weight, derive in reads:
         by_space.setdefault(order[spaces.find(s)], []).append(
-            (node.name, v.dim, v.repeat, weight, derive)
+            (node.name, v.dim, v.repeat, weight, derive, op)
         )
     spec = GraphSpec(
         kind=kind,
@@ -521,6 +526,7 @@ def trace_spaces(module, example, kind, where):
         signature=signature,
         shapes={name: tuple(named[name].shape) for name, _, _ in out_params},
         heads=heads,
+        param_ops=param_ops,
     )
     return spec, gm
 
@@ -546,14 +552,17 @@ def _flatten(node, values, shape, start, end, where, name):
 
 
 def graph_io(gm, inputs, spec):
-    """Activations aligning each space: ``{space: rows (n, width)}`` (float64)."""
+    """Activations of every read of every space.
+
+    Returns ``{space: [(key, rows, weight), ...]}``: ``key`` is ``(the
+    reading operation's index, the attention part or None, whether the read
+    is a tie-break)``, ``rows`` an ``(n, width)`` float64 array, ``weight``
+    None for a tie-break (a layer's own output, see :func:`stack_reads`).
+    """
     import torch
     from torch import fx
 
     wanted = {entry[0] for entries in spec.reads.values() for entry in entries}
-    wanted |= {
-        n for n, _, _, _, d in (e for es in spec.reads.values() for e in es) if d
-    }
     seen = {}
 
     class _Recorder(fx.Interpreter):
@@ -566,28 +575,39 @@ def graph_io(gm, inputs, spec):
     gm.eval()
     with torch.no_grad():
         _Recorder(gm).run(inputs)
-    rows = {}
+    modules = dict(gm.named_modules())
+    out = {}
     for space, entries in spec.reads.items():
-        blocks, ties = [], []
-        for name, dim, repeat, weight, derive in entries:
+        blocks = []
+        for name, dim, repeat, weight, derive, op in entries:
             t = seen[name]
             if derive is not None:  # an attention's queries and keys, or values
                 with torch.no_grad():
-                    t = _projections(dict(gm.named_modules())[derive[1]], t, derive[0])
+                    t = _projections(modules[derive[1]], t, derive[0])
             if repeat > 1:  # flattened (channel, position): positions are rows
                 t = t.reshape(t.shape[0], -1, repeat).movedim(1, -1)
             else:
                 t = t.movedim(dim, -1)
             block = t.reshape(-1, t.shape[-1]).cpu().double().numpy()
-            (blocks if weight is not None else ties).append(block)
-        if not blocks:  # no layer reads the space: align on what it holds
-            blocks, ties = ties, []
-        main = np.vstack(blocks)
-        if ties:
-            tie = np.vstack(ties)
-            scale = 1e-2 * np.linalg.norm(main) / max(np.linalg.norm(tie), 1e-300)
-            main = np.vstack([main, scale * tie])
-        rows[space] = main
+            key = (op, None if derive is None else derive[0], weight is None)
+            blocks.append((key, block, weight))
+        out[space] = blocks
+    return out
+
+
+def stack_reads(blocks):
+    """One ``(n, width)`` array from a space's reads: what layers read, with
+    the layers' own outputs under them at ``0.01`` of the norm (a tie-break
+    that fixes directions the reads leave free)."""
+    main = [b for _, b, w in blocks if w is not None]
+    ties = [b for _, b, w in blocks if w is None]
+    if not main:  # no layer reads the space: align on what it holds
+        main, ties = ties, []
+    rows = np.vstack(main)
+    if ties:
+        tie = np.vstack(ties)
+        scale = 1e-2 * np.linalg.norm(rows) / max(np.linalg.norm(tie), 1e-300)
+        rows = np.vstack([rows, scale * tie])
     return rows
 
 

@@ -10,7 +10,7 @@ from scipy.linalg import block_diag
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from sklearn_ext.transfer._graph import GraphSpec, graph_io
+from sklearn_ext.transfer._graph import GraphSpec, graph_io, stack_reads
 from sklearn_ext.transfer._maps import alignment_map, ridge_matching
 from sklearn_ext.transfer._models import (
     _named_tensors,
@@ -283,16 +283,32 @@ class TaskVectorTransporter(BaseEstimator):
         )
         source, gm_a, in_a = describe_graph(source_base, "source_base", X)
         target, gm_b, in_b = describe_graph(target_base, "target_base", X)
-        _check_graphs(source, target)
-        rows_a = graph_io(gm_a, in_a, source)
-        rows_b = graph_io(gm_b, in_b, target)
+        pairs, dropped, fresh, space_map, op_map = _match_graphs(source, target)
+        if dropped:
+            warn(
+                f"the target has no counterpart for the source's {dropped} (a "
+                "block the target lacks): their updates are not moved."
+            )
+        reads_a = graph_io(gm_a, in_a, source)
+        reads_b = graph_io(gm_b, in_b, target)
         rng = check_random_state(self.random_state)
         maps = []
         for space, width in enumerate(source.widths):
+            if space not in space_map:  # only in a block the target lacks
+                maps.append(None)
+                continue
             if source.fixed[space]:
                 maps.append(np.eye(width))
                 continue
-            HA, HB = rows_a[space], rows_b[space]
+            # The reads of the space that both models make (same operation).
+            partner = {key: rows for key, rows, _ in reads_b[space_map[space]]}
+            paired = [
+                (key, rows, weight, partner[(op_map[key[0]], *key[1:])])
+                for key, rows, weight in reads_a[space]
+                if key[0] in op_map and (op_map[key[0]], *key[1:]) in partner
+            ]
+            HA = stack_reads([(k, ra, w) for k, ra, w, _ in paired])
+            HB = stack_reads([(k, rb, w) for k, _, w, rb in paired])
             if len(HA) < max(HA.shape[1], HB.shape[1]):
                 warn(
                     f"{len(HA)} activation rows for a space of up to "
@@ -322,6 +338,7 @@ class TaskVectorTransporter(BaseEstimator):
             )
         self.maps_ = maps
         self._inputs = None
+        self._pairs, self._fresh, self.dropped_ = pairs, fresh, dropped
         return source, target
 
     def _fit_chains(self, X, source_base, target_base):
@@ -480,10 +497,10 @@ class TaskVectorTransporter(BaseEstimator):
 
     def _transport_graph(self, tv):
         """Every parameter of a traced source moved through its spaces' maps."""
-        out = {}
-        for (name_a, role, args), (name_b, _, _) in zip(
-            self._source.params, self._target.params
-        ):
+        out = {
+            name: np.zeros(self._target.shapes[name]) for name in self._fresh
+        }  # parameters of a block only the target has: not moved, zero update
+        for name_a, role, args, name_b in self._pairs:
             d = tv[name_a]
             if role == "weight":
                 out_space, in_space, repeat = args
@@ -611,42 +628,105 @@ def _check_shapes(model, spec, where, expected):
         )
 
 
-def _check_graphs(source, target):
-    """Raise unless two traced bases correspond operation by operation."""
+_SPACE_ARGS = {"weight": 2, "qkv_weight": 3, "qkv_bias": 2}
+
+
+def _kinds(signature):
+    """What must agree between corresponding operations: the kind, and the
+    kernel (convolutions), the heads (attention) or the shape (input, output)."""
+    return [tuple(s) for s in signature]
+
+
+def _match_graphs(source, target):
+    """The correspondence of two traced bases, operation by operation.
+
+    The two graphs are aligned as sequences (``difflib``): operations of the
+    same kind in the same order correspond; an operation present in one
+    model only (a block removed) is allowed when its neighbours still
+    correspond, and a different operation in the same place is refused.
+    Returns ``(pairs, dropped, fresh, space_map, op_map)``: the parameter
+    pairs ``(name_a, role, args_a, name_b)``, the source parameters with no
+    counterpart, the target parameters with none, the source-to-target
+    space map and the operation map.
+    """
+    from difflib import SequenceMatcher
+
+    sig_a, sig_b = _kinds(source.signature), _kinds(target.signature)
+    names = [s[0] for s in sig_a], [s[0] for s in sig_b]
     problems = []
-    sig_a, sig_b = source.signature, target.signature
-    if [s[0] for s in sig_a] != [s[0] for s in sig_b]:
-        first = next(
-            (i for i, (a, b) in enumerate(zip(sig_a, sig_b)) if a[0] != b[0]),
-            min(len(sig_a), len(sig_b)),
-        )
-        a = sig_a[first][0] if first < len(sig_a) else "the end"
-        b = sig_b[first][0] if first < len(sig_b) else "the end"
-        problems.append(f"their layer graphs differ at operation {first}: {a} and {b}")
-    else:
-        for i, (a, b) in enumerate(zip(sig_a, sig_b)):
-            if a[0] in ("input", "output") and a[1] != b[1]:
-                problems.append(f"the {a[0]} shapes differ: {a[1]} and {b[1]}")
-            elif a[0].startswith("Conv") and a[1] != b[1]:
-                problems.append(f"operation {i} has kernels {a[1]} and {b[1]}")
-    roles_a = [
-        (r, a[2] if r == "weight" else a[0] is None) for _, r, a in source.params
-    ]
-    roles_b = [
-        (r, a[2] if r == "weight" else a[0] is None) for _, r, a in target.params
-    ]
-    if not problems and roles_a != roles_b:
-        problems.append(
-            "their parameters do not correspond (a bias, a per-channel parameter "
-            "or a flattened size in one model only)"
-        )
-    if not problems and source.heads != target.heads:
-        problems.append("their attention layers have different numbers of heads")
-    if not problems and source.fixed != target.fixed:
-        problems.append("their skip connections tie different spaces")
+    for end in ("input", "output"):
+        a = [s for s in sig_a if s[0] == end]
+        b = [s for s in sig_b if s[0] == end]
+        if a != b:
+            problems.append(f"the {end} shapes differ: {a[0][1:]} and {b[0][1:]}")
     if problems:
         raise ValueError(
             "source_base and target_base do not correspond: "
             + "; ".join(problems)
             + "."
         )
+    # Operations correspond by kind; a kernel or head count that differs is a
+    # mismatch of corresponding operations, named below.
+    matcher = SequenceMatcher(None, names[0], names[1], autojunk=False)
+    op_map = {}
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            op_map.update(zip(range(i1, i2), range(j1, j2)))
+        elif tag == "replace":
+            raise ValueError(
+                "source_base and target_base do not correspond: their layer graphs "
+                f"differ at operation {i1}: {names[0][i1]} and {names[1][j1]}."
+            )
+    for i, j in op_map.items():
+        if sig_a[i] != sig_b[j] and sig_a[i][0] not in ("input", "output"):
+            what = "heads" if sig_a[i][0] == "MultiheadAttention" else "kernels"
+            raise ValueError(
+                "source_base and target_base do not correspond: operation "
+                f"{i} ({sig_a[i][0]}) has {what} {sig_a[i][1]} and {sig_b[j][1]}."
+            )
+    by_op_a, by_op_b = {}, {}
+    for (name, role, args), op in zip(source.params, source.param_ops):
+        by_op_a.setdefault(op, []).append((name, role, args))
+    for (name, role, args), op in zip(target.params, target.param_ops):
+        by_op_b.setdefault(op, []).append((name, role, args))
+    pairs, dropped, space_map = [], [], {}
+    matched_b = set()
+
+    def tie(a, b, what):
+        if (a is None) != (b is None):
+            raise ValueError(
+                "source_base and target_base do not correspond: " + what + " is "
+                "per channel in one model and shared in the other."
+            )
+        if a is None:
+            return
+        if source.fixed[a] != target.fixed[b] or space_map.get(a, b) != b:
+            raise ValueError(
+                "source_base and target_base do not correspond: their skip "
+                f"connections tie different spaces (at {what})."
+            )
+        space_map[a] = b
+
+    for op, params_a in by_op_a.items():
+        if op not in op_map:
+            dropped += [name for name, _, _ in params_a]
+            continue
+        params_b = by_op_b.get(op_map[op], [])
+        if [r for _, r, _ in params_a] != [r for _, r, _ in params_b]:
+            raise ValueError(
+                "source_base and target_base do not correspond: their parameters "
+                f"differ at operation {op} (a bias in one model only)."
+            )
+        for (na, role, aa), (nb, _, ab) in zip(params_a, params_b):
+            k = _SPACE_ARGS.get(role, 1)
+            if role == "weight" and aa[2] != ab[2]:
+                raise ValueError(
+                    "source_base and target_base do not correspond: the flattened "
+                    f"positions differ at {na!r}: {aa[2]} and {ab[2]}."
+                )
+            for sa, sb in zip(aa[:k], ab[:k]):
+                tie(sa, sb, repr(na))
+            pairs.append((na, role, aa, nb))
+            matched_b.add(nb)
+    fresh = [name for name, _, _ in target.params if name not in matched_b]
+    return pairs, dropped, fresh, space_map, op_map
