@@ -356,3 +356,61 @@ def test_wider_heads_and_a_different_head_count(tokens):
         TaskVectorTransporter().fit(
             np.zeros((10, 6)), source_base=layer, target_base=layer
         )
+
+
+class _OverLength(nn.Module):
+    """A Linear over the length axis of a Conv1d's output (not its channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(2, 4, 1)
+        self.mix = nn.Linear(3, 3)
+        self.head = nn.Linear(12, 2)
+
+    def forward(self, x):
+        h = self.mix(self.conv(x.reshape(-1, 2, 3)))
+        return self.head(torch.flatten(h, 1))
+
+
+class _Twice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp, self.fc, self.head = nn.Linear(6, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.fc(torch.relu(self.fc(self.inp(x)))))
+
+
+class _Sequence(nn.Module):
+    """Rows reshaped to (n, length, features), a Linear over the features."""
+
+    def __init__(self, width=8, seed=0):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.inp, self.head = nn.Linear(3, width), nn.Linear(width, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.inp(x.reshape(-1, 2, 3)))
+        return self.head(h.mean(dim=1))
+
+
+def test_layers_that_read_other_axes_or_share_weights_are_refused(rows):
+    with pytest.raises(ValueError, match="a linear layer must read the channels"):
+        TaskVectorTransporter().fit(
+            rows, source_base=_OverLength(), target_base=_OverLength()
+        )
+    with pytest.raises(TypeError, match="uses the parameter 'fc.weight' in two"):
+        TaskVectorTransporter().fit(rows, source_base=_Twice(), target_base=_Twice())
+    # Reshaped input: the layer reads the input's last axis (the identity map).
+    tr = TaskVectorTransporter().fit(
+        rows, source_base=_Sequence(8), target_base=_Sequence(12, seed=1)
+    )
+    update = tr.transform(task_vector(_perturbed(_Sequence(8)), _Sequence(8)))
+    assert update["inp.weight"].shape == (12, 3)
+
+
+def test_fit_leaves_the_models_train_and_eval_flags_as_they_were(rows):
+    net = Residual().train()
+    net.up.eval()
+    TaskVectorTransporter().fit(rows, source_base=net, target_base=Residual(seed=1))
+    assert net.training and not net.up.training and net.down.training

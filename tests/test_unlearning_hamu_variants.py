@@ -140,3 +140,45 @@ def test_a_bad_optimizer_or_allocation_is_named(digits_mlp):
         _run(fitted, X, y, forget, allocation="layer")
     with pytest.raises(ValueError, match="optimizer"):
         _run(fitted, X, y, forget, optimizer="adam")
+
+
+class _RecordingSGD(torch.optim.SGD):
+    """SGD that records its parameters and momentum at every step's start."""
+
+    records = []
+
+    def step(self, closure=None):
+        params = [p for g in self.param_groups for p in g["params"]]
+        momentum = [
+            self.state[p]["momentum_buffer"].clone()
+            if "momentum_buffer" in self.state[p]
+            else None
+            for p in params
+        ]
+        start = torch.cat([p.detach().reshape(-1) for p in params]).clone()
+        type(self).records.append((start, momentum))
+        return super().step(closure)
+
+
+def test_retried_steps_start_from_the_optimizers_saved_state(digits_mlp):
+    X, y, forget, fitted = digits_mlp
+    _RecordingSGD.records = []
+    u = _run(
+        fitted,
+        X,
+        y,
+        forget,
+        method="hamu_u",  # its verified retain falls need retries here
+        step_size=0.2,
+        max_step_retries=3,
+        optimizer=functools.partial(_RecordingSGD, lr=0.2, momentum=0.9),
+    )
+    assert sum(u.history_["retries"]) > 0  # some steps were solved again
+    records = _RecordingSGD.records
+    checked = 0
+    for (p0, m0), (p1, m1) in zip(records, records[1:]):
+        if torch.equal(p0, p1):  # a retry of the same step: the same start
+            checked += 1
+            for a, b in zip(m0, m1):
+                assert (a is None and b is None) or torch.equal(a, b)
+    assert checked == sum(u.history_["retries"])

@@ -207,3 +207,32 @@ def test_bad_models_and_labels_are_named(digits_cnn):
         u.unlearn(X[:3], np.array(["cat"] * 3), X[3:], y[3:])
     with pytest.raises(ValueError, match="y_retain: label -1 is not among"):
         u.unlearn(X[:3], y[:3], X[3:], np.where(y[3:] == 5, -1, y[3:]))
+
+
+def test_batch_norm_statistics_are_kept_and_dropout_is_off_while_unlearning():
+    X, y = load_digits(return_X_y=True)
+    X = (X / 16.0).astype(np.float32)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Linear(64, 32),
+        torch.nn.BatchNorm1d(32),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.5),
+        torch.nn.Linear(32, 10),
+    )
+    net.train()
+    _train(net, X, y, epochs=40)
+    clf = TorchModuleClassifier(net, classes=np.arange(10)).fit(X, y)
+    stats = {
+        k: v.clone() for k, v in clf.module_.state_dict().items() if "running" in k
+    }
+    forget = y == 5
+    runs = []
+    for _ in range(2):
+        u = HAMUUnlearner(FrozenEstimator(clf), max_steps=5, random_state=0).fit(X, y)
+        u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
+        state = u.estimator_.module_.state_dict()
+        for k, v in stats.items():  # the forget rows never enter the statistics
+            torch.testing.assert_close(state[k], v, rtol=0, atol=0)
+        runs.append(u.history_["forget_loss"])
+    np.testing.assert_array_equal(runs[0], runs[1])  # no dropout noise

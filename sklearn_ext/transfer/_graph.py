@@ -245,7 +245,8 @@ def trace_spaces(module, example, kind, where):
                     "LayerNorm, BatchNorm, pooling, Flatten and element-wise "
                     "layers, joined by skip connections." + advice
                 )
-    was_training = module.training
+    # The train/eval flag of every submodule, restored after the trace.
+    flags = [(m, m.training) for m in module.modules()]
     gm.eval()
     try:
         with torch.no_grad():
@@ -256,7 +257,8 @@ def trace_spaces(module, example, kind, where):
             f"({type(err).__name__}: {err})."
         ) from None
     finally:
-        module.train(was_training)
+        for m, flag in flags:
+            m.training = flag
     spaces = _Spaces()
     values, params, signature, reads, param_ops = {}, [], [], [], []
     used = set()
@@ -290,6 +292,12 @@ def trace_spaces(module, example, kind, where):
         values[node] = _Value(v.space, v.dim if dim is None else dim, v.repeat)
 
     def add_param(name, role, *args):
+        if name in used:
+            raise TypeError(
+                f"{where} uses the parameter {name!r} in two places: a shared "
+                "weight would need one map for both uses, which the transport "
+                "does not support."
+            )
         used.add(name)
         params.append((name, role, args))
         param_ops.append(len(signature) - 1)
@@ -301,6 +309,17 @@ def trace_spaces(module, example, kind, where):
         out_width = out_shape[out_dim]
         if conv and v.dim != 1:
             raise ValueError(f"{where}: {name} reads channels on dimension {v.dim}.")
+        last = len(shape(in_arg)) - 1
+        if not conv and v.dim != last:
+            if not spaces.fixed[spaces.find(v.space)]:
+                raise ValueError(
+                    f"{where}: {name} reads the last dimension of a tensor whose "
+                    f"channels are on dimension {v.dim}: a linear layer must read "
+                    "the channels."
+                )
+            # The input, reshaped (e.g. to (n, length, features)): what the
+            # layer reads is a dimension of the input, mapped by the identity.
+            v = _Value(spaces.new(shape(in_arg)[last], fixed=True), last)
         reads.append((len(signature) - 1, v.space, in_arg, v, 1.0, None))
         out = spaces.new(out_width)
         values[node] = _Value(out, out_dim)
@@ -315,6 +334,8 @@ def trace_spaces(module, example, kind, where):
     def _attention(node, m, name):
         q_in, k_in, v_in = (list(node.args) + [None] * 3)[:3]
         q_in = node.kwargs.get("query", q_in)
+        k_in = node.kwargs.get("key", k_in)
+        v_in = node.kwargs.get("value", v_in)
         if not (q_in is k_in is v_in) or q_in is None:
             raise TypeError(
                 f"{where}: the attention {name!r} must be self-attention "
@@ -572,9 +593,15 @@ def graph_io(gm, inputs, spec):
                 seen[n.name] = out.detach()
             return out
 
+    # The traced module shares the model's layers: their flags are restored.
+    flags = [(m, m.training) for m in gm.modules()]
     gm.eval()
-    with torch.no_grad():
-        _Recorder(gm).run(inputs)
+    try:
+        with torch.no_grad():
+            _Recorder(gm).run(inputs)
+    finally:
+        for m, flag in flags:
+            m.training = flag
     modules = dict(gm.named_modules())
     out = {}
     for space, entries in spec.reads.items():

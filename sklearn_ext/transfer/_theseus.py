@@ -117,6 +117,10 @@ class TaskVectorTransporter(BaseEstimator):
         The target's widths.
     n_features_in_ : int
         Columns of the calibration rows.
+    dropped_ : list of str
+        Source parameters with no counterpart in the target (a block the
+        target lacks, for traced models): their update is not moved, and
+        ``fit`` warns. Empty for chains.
 
     See Also
     --------
@@ -390,6 +394,7 @@ class TaskVectorTransporter(BaseEstimator):
             if self.align == "lstsq"
             else None
         )
+        self.dropped_ = []
         return source, target
 
     @staticmethod

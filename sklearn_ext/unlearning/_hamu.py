@@ -98,6 +98,10 @@ def _reach(objective, constraint, radius, sizes=None):
     return radius * float(a_norms @ b_norms) / float(torch.linalg.vector_norm(a_norms))
 
 
+class _ZeroGradient(ValueError):
+    """The constrained gradient vanished: the step cannot be solved."""
+
+
 def _solve(objective, constraint, improvement, radius, sizes=None):
     """The HAMU subproblem, on the whole model or tensor by tensor.
 
@@ -300,8 +304,9 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
     cosine_ : list of float
         The cosine of ``g_r`` and ``g_f``, likewise.
     stopped_reason_ : str
-        ``"max_steps"``, ``"target forget accuracy reached"`` or
-        ``"degradation unavoidable at step k (branch)"``.
+        ``"max_steps"``, ``"target forget accuracy reached"``,
+        ``"degradation unavoidable at step k (branch)"``, or the forget (for
+        HAMU-U the retain) gradient vanishing after the first step.
 
     See Also
     --------
@@ -472,8 +477,14 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
 
     def _gradients(self, params, loss):
         torch = import_torch()
-        grads = torch.autograd.grad(loss, params)
-        return torch.cat([g.reshape(-1) for g in grads])
+        # A parameter the loss does not reach has a zero gradient.
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        return torch.cat(
+            [
+                torch.zeros_like(p).reshape(-1) if g is None else g.reshape(-1)
+                for p, g in zip(params, grads)
+            ]
+        )
 
     def _labels(self, y, n_rows, name):
         y = column_or_1d(y, warn=True)
@@ -568,7 +579,7 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             objective, constraint, name = g_r, g_f, "forget"
         radius = self.step_size
         if float(torch.linalg.vector_norm(constraint)) == 0.0:
-            raise ValueError(
+            raise _ZeroGradient(
                 f"the {name} gradient is zero: the {name} loss cannot be "
                 f"{'raised' if name == 'forget' else 'lowered'} to first order (is "
                 f"the {name} set already at a stationary point, or does the loss "
@@ -642,7 +653,6 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             With ``history_``, ``hardness_``, ``cosine_`` and
             ``stopped_reason_``.
         """
-        torch = import_torch()
         check_is_fitted(self, "estimator_")
         self._validate_params()
         self._check_requirement()
@@ -687,7 +697,30 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
         sizes_all = [p.numel() for p in params]
         sizes = sizes_all if self.allocation == "per_tensor" else None
         opt = None if self.optimizer is None else self.optimizer(params)
-        net.train()
+        # Every forward pass in evaluation mode: the steps edit the function
+        # the model predicts with; batch-norm statistics do not take in the
+        # forget rows, and dropout does not randomise the verified steps.
+        net.eval()
+        try:
+            self._steps(
+                net, params, opt, sizes, sizes_all, ce, history, gen,
+                (inputs_f, yf, forget_batches), (inputs_r, yr, retain_batches),
+            )  # fmt: skip
+        finally:
+            if opt is not None:
+                for p in params:
+                    p.grad = None
+        self.history_ = history
+        return self
+
+    def _steps(
+        self, net, params, opt, sizes, sizes_all, ce, history, gen, forget, retain
+    ):
+        """The unlearning loop (see :meth:`unlearn`)."""
+        torch = import_torch()
+        inputs_f, yf, forget_batches = forget
+        inputs_r, yr, retain_batches = retain
+        device = params[0].device
         for t in range(self.max_steps):
             bf = next(forget_batches).to(device)
             br = next(retain_batches).to(device)
@@ -705,8 +738,12 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
                     if opt is None:
                         torch.nn.utils.vector_to_parameters(start + delta, params)
                     else:  # the optimiser moves, from the pre-step state
-                        torch.nn.utils.vector_to_parameters(start, params)
-                        opt.load_state_dict(state)
+                        # A copy: the parameters become views of the vector,
+                        # and the optimiser's step would edit ``start``.
+                        torch.nn.utils.vector_to_parameters(start.clone(), params)
+                        # A copy: load_state_dict keeps the tensors it is
+                        # given, and the step would change the saved state.
+                        opt.load_state_dict(copy.deepcopy(state))
                         grads = torch.split(-delta / self.step_size, sizes_all)
                         for p, g in zip(params, grads):
                             p.grad = g.reshape(p.shape).clone()
@@ -718,7 +755,13 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
                     return rise, fall
 
             if self.method in ("hamu", "hamu_u"):
-                rise, stop = self._hamu_update((g_r, g_f), apply, history, sizes)
+                try:
+                    rise, stop = self._hamu_update((g_r, g_f), apply, history, sizes)
+                except _ZeroGradient as err:
+                    if t == 0:  # nothing was edited: the input is at fault
+                        raise ValueError(str(err)) from None
+                    self.stopped_reason_ = f"{err} (step {t})"
+                    break
                 if stop is not None:
                     self.stopped_reason_ = (
                         f"degradation unavoidable at step {t} ({stop})"
@@ -739,12 +782,6 @@ class HAMUUnlearner(ClassifierMixin, BaseEstimator):
             if target is not None and forget_acc <= target:
                 self.stopped_reason_ = "target forget accuracy reached"
                 break
-        net.eval()
-        if opt is not None:
-            for p in params:
-                p.grad = None
-        self.history_ = history
-        return self
 
     def predict_proba(self, X):
         """Class probabilities of the (unlearned) base classifier.
