@@ -133,6 +133,14 @@ def is_chain(model):
     )
 
 
+def _not_a_model(model, where):
+    return TypeError(
+        f"{where} must be a torch model, a fitted sklearn_ext estimator with a "
+        "module_, a FunctionalModel, or a fitted scikit-learn MLP; got "
+        f"{type(model).__name__}."
+    )
+
+
 def describe_graph(model, where, X):
     """Trace a torch model that is not a chain on the calibration rows ``X``.
 
@@ -143,11 +151,7 @@ def describe_graph(model, where, X):
 
     module = _torch_module(model)
     if module is None:
-        raise TypeError(
-            f"{where} must be a torch model, a fitted sklearn_ext estimator with a "
-            "module_, a FunctionalModel, or a fitted scikit-learn MLP; got "
-            f"{type(model).__name__}."
-        )
+        raise _not_a_model(model, where)
     param = next(module.parameters(), None)
     if param is None:
         raise ValueError(f"{where} has no parameters.")
@@ -390,11 +394,7 @@ def _named_tensors(model, where):
         return dict(model.state_dict)
     module = _torch_module(model)
     if module is None:
-        raise TypeError(
-            f"{where} must be a torch model, a fitted sklearn_ext estimator with a "
-            "module_, a FunctionalModel, or a fitted scikit-learn MLP; got "
-            f"{type(model).__name__}."
-        )
+        raise _not_a_model(model, where)
     return dict(module.named_parameters())
 
 
