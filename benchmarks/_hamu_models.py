@@ -31,6 +31,7 @@ vocabulary, and each text is its first 32 word ids.
 """
 
 import copy
+import functools
 import re
 from collections import Counter
 
@@ -149,24 +150,27 @@ def docstring_topics():
     return X, y, len(vocab) + 1, classes
 
 
+# How the benchmarks' skorch nets train (also bench_theseus.py part 5).
+SKORCH_DEFAULTS = {
+    "optimizer": torch.optim.Adam,
+    "criterion": torch.nn.CrossEntropyLoss,
+    "train_split": None,
+    "verbose": 0,
+    "batch_size": 64,
+    "lr": 3e-3,
+}
+
+
 def recipes(vocab_size, n_classes):
     """The two training recipes (unfitted, seeded per use)."""
-    common = {
-        "optimizer": torch.optim.Adam,
-        "criterion": torch.nn.CrossEntropyLoss,
-        "train_split": None,
-        "verbose": 0,
-        "batch_size": 64,
-    }
     return {
-        "CNN, digits": SeededNet(DigitCNN, max_epochs=60, lr=3e-3, **common),
+        "CNN, digits": SeededNet(DigitCNN, max_epochs=60, **SKORCH_DEFAULTS),
         "transformer, docstrings": SeededNet(
             TextTransformer,
             module__vocab_size=vocab_size,
             module__n_classes=n_classes,
             max_epochs=60,
-            lr=3e-3,
-            **common,
+            **SKORCH_DEFAULTS,
         ),
     }
 
@@ -265,7 +269,41 @@ def _unlearn(original, label, step, X, y, forget, target, seed):
     return u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
 
 
-def run_seed(name, recipe, X_all, y_all, seed, n_shadow=16, log=None):
+def best_matched(unlearn, grid, X, y, forget, target):
+    """The grid's unlearned model that reaches ``target`` forget accuracy
+    (within 2 points) with the highest retain accuracy (the first of equals).
+
+    Returns the model, whether it matched, and its step size.
+    """
+    best = None
+    for step in grid:
+        m = unlearn(step)
+        key = (
+            m.score(X[forget], y[forget]) <= target + 0.02,
+            m.score(X[~forget], y[~forget]),
+        )
+        if best is None or key > best[0]:
+            best = (key, m, step)
+    return best[1], best[0][0], best[2]
+
+
+def lira(models, recipe, X, y, forget, X_held, y_held, n_shadow, seed):
+    """LiRA AUC of every model of the dict: forget rows against held-out rows."""
+    return lira_membership_auc(
+        list(models.values()),
+        recipe,
+        X[forget],
+        y[forget],
+        X_held,
+        y_held,
+        X[~forget],
+        y[~forget],
+        n_shadow=n_shadow,
+        random_state=seed,
+    )
+
+
+def run_seed(name, recipe, X_all, y_all, seed, n_shadow=16):
     """One seed of one model: every method's accuracies and LiRA AUC."""
     r, f, h = _split(len(y_all), seed)
     X, y = X_all[np.r_[r, f]], y_all[np.r_[r, f]]
@@ -276,36 +314,14 @@ def run_seed(name, recipe, X_all, y_all, seed, n_shadow=16, log=None):
     target = gold.score(X[forget], y[forget])
     models, reached, steps = {"original": original}, {}, {}
     for label, (_, grid) in GRIDS.items():
-        best = None
-        for step in grid:
-            m = _unlearn(original, label, step, X, y, forget, target, seed)
-            key = (
-                m.score(X[forget], y[forget]) <= target + 0.02,
-                m.score(X[~forget], y[~forget]),
-            )
-            if log is not None:
-                log(
-                    f"{name} seed {seed} {label} step {step}: matched {key[0]}, "
-                    f"retain {key[1]:.3f}"
-                )
-            if best is None or key > best[0]:
-                best = (key, m, step)
-        models[label] = best[1]
-        reached[label] = best[0][0]
-        steps[label] = best[2]
+        unlearn = functools.partial(
+            _unlearn, original, label, X=X, y=y, forget=forget, target=target, seed=seed
+        )
+        models[label], reached[label], steps[label] = best_matched(
+            unlearn, grid, X, y, forget, target
+        )
     models["retrained (gold)"] = gold
-    aucs = lira_membership_auc(
-        list(models.values()),
-        recipe,
-        X[forget],
-        y[forget],
-        X_all[h],
-        y_all[h],
-        X[~forget],
-        y[~forget],
-        n_shadow=n_shadow,
-        random_state=seed,
-    )
+    aucs = lira(models, recipe, X, y, forget, X_all[h], y_all[h], n_shadow, seed)
     out = {}
     for (label, m), auc in zip(models.items(), aucs):
         out[label] = {

@@ -36,7 +36,7 @@ import copy
 
 import numpy as np
 import torch
-from _hamu_models import SeededNet, docstring_topics
+from _hamu_models import SKORCH_DEFAULTS, SeededNet, docstring_topics
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
@@ -96,20 +96,12 @@ class BlockTransformer(torch.nn.Module):
 
 
 def _net(module, seed, epochs, **module_params):
-    common = {
-        "optimizer": torch.optim.Adam,
-        "criterion": torch.nn.CrossEntropyLoss,
-        "train_split": None,
-        "verbose": 0,
-        "batch_size": 64,
-        "lr": 3e-3,
-    }
     return SeededNet(
         module,
         random_state=seed,
         max_epochs=epochs,
         **{f"module__{k}": v for k, v in module_params.items()},
-        **common,
+        **SKORCH_DEFAULTS,
     )
 
 

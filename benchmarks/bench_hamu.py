@@ -46,6 +46,7 @@ Parts
 
 import argparse
 import copy
+import functools
 import re
 import sys
 import time
@@ -64,7 +65,6 @@ from sklearn_ext.unlearning import (
     HAMUUnlearner,
     UnlearnableMLPClassifier,
     forget_retain_similarity,
-    lira_membership_auc,
     membership_inference_auc,
 )
 
@@ -395,6 +395,19 @@ MIA_GRIDS = {
 }
 
 
+def _mia_unlearn(fitted, method, target, X, y, forget, step):
+    """A copy of ``fitted`` unlearned at ``step`` until the forget accuracy
+    reaches ``target`` (part 6)."""
+    u = copy.deepcopy(fitted).set_params(
+        method=method,
+        step_size=step,
+        max_steps=400,
+        target_forget_accuracy=target,
+        stop_on_infeasible=False,
+    )
+    return u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
+
+
 def part_membership(seeds, n_shadow=16):
     X_all, y_all = load_digits(return_X_y=True)
     labels = ["original", "HAMU", "gradient ascent", "NegGrad+", "retrained (gold)"]
@@ -413,36 +426,16 @@ def part_membership(seeds, n_shadow=16):
         fitted = HAMUUnlearner(recipe, random_state=seed).fit(X, y)
         models = {"original": fitted}
         for label, (method, grid) in MIA_GRIDS.items():
-            best = None
-            for step in grid:
-                u = copy.deepcopy(fitted).set_params(
-                    method=method,
-                    step_size=step,
-                    max_steps=400,
-                    target_forget_accuracy=target,
-                    stop_on_infeasible=False,
-                )
-                u.unlearn(X[forget], y[forget], X[~forget], y[~forget])
-                key = (
-                    u.score(X[forget], y[forget]) <= target + 0.02,
-                    u.score(X[~forget], y[~forget]),
-                )
-                if best is None or key > best[0]:
-                    best = (key, u)
-            models[label] = best[1]
-            reached.setdefault(label, []).append(best[0][0])
+            unlearn = functools.partial(
+                _mia_unlearn, fitted, method, target, X, y, forget
+            )
+            models[label], matched, _ = _hamu_models.best_matched(
+                unlearn, grid, X, y, forget, target
+            )
+            reached.setdefault(label, []).append(matched)
         models["retrained (gold)"] = gold
-        aucs = lira_membership_auc(
-            list(models.values()),
-            recipe,
-            X[forget],
-            y[forget],
-            X_all[h],
-            y_all[h],
-            X[~forget],
-            y[~forget],
-            n_shadow=n_shadow,
-            random_state=seed,
+        aucs = _hamu_models.lira(
+            models, recipe, X, y, forget, X_all[h], y_all[h], n_shadow, seed
         )
         for label, auc in zip(models, aucs):
             m = models[label]

@@ -100,10 +100,10 @@ def test_units_silent_on_every_calibration_row_are_still_matched(
     X, tie_break, monkeypatch
 ):
     """The pre-activations fix what the ReLU outputs of a dead unit leave free."""
-    import sklearn_ext.transfer._theseus as theseus
+    import sklearn_ext.transfer._graph as graph
 
     if not tie_break:
-        monkeypatch.setattr(theseus, "_TIE_BREAK", 0.0)
+        monkeypatch.setattr(graph, "_TIE_BREAK", 0.0)
     net = _mlp((6, 16, 3))
     with torch.no_grad():
         net[0].bias[:3] = -100.0  # units 0-2 never fire

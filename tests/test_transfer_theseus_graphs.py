@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from test_transfer_theseus import _out, _perturbed
 from torch import nn
 
 from sklearn_ext.transfer import FunctionalModel, TaskVectorTransporter, task_vector
@@ -42,20 +43,6 @@ class Residual(nn.Module):
         h = self.inp(x)
         h = h + self.down(torch.relu(self.up(h)))
         return self.head(self.norm(h))
-
-
-def _perturbed(net, seed=1, scale=0.05):
-    g = torch.Generator().manual_seed(seed)
-    tuned = copy.deepcopy(net)
-    with torch.no_grad():
-        for p in tuned.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=g))
-    return tuned
-
-
-def _out(net, X):
-    with torch.no_grad():
-        return net(torch.as_tensor(X, dtype=torch.float32)).numpy()
 
 
 @pytest.fixture

@@ -51,6 +51,10 @@ _KEEP = {
 }  # fmt: skip
 _PER_CHANNEL = {"PReLU", "LayerNorm", "BatchNorm1d", "BatchNorm2d"}
 _CONV = {"Conv1d", "Conv2d"}
+# Weight of a layer's own output beside what the next layer reads, when a
+# space is aligned: enough to fix the directions the reads leave free, too
+# little to move the others.
+_TIE_BREAK = 1e-2
 _OTHER_LAYERS = {"Linear", "Flatten", "Embedding", "MultiheadAttention"}
 _CASTS = {"contiguous", "long", "int", "float", "double", "half", "to", "type"}
 _KEEP_FUNCTIONS = {
@@ -182,10 +186,6 @@ class GraphSpec:
     shapes: dict = field(default_factory=dict)
     heads: list = field(default_factory=list)
     param_ops: list = field(default_factory=list)
-
-    @property
-    def keys(self):
-        return tuple(name for name, _, _ in self.params)
 
     def renamed(self, names):
         """The spec with parameter names mapped through ``names``."""
@@ -624,8 +624,13 @@ def graph_io(gm, inputs, spec):
 
 def stack_reads(blocks):
     """One ``(n, width)`` array from a space's reads: what layers read, with
-    the layers' own outputs under them at ``0.01`` of the norm (a tie-break
-    that fixes directions the reads leave free)."""
+    the layers' own outputs under them at ``_TIE_BREAK`` of the norm (they fix
+    the directions the reads leave free: units a ReLU silences on every
+    calibration row). Chains and traced models use this one rule.
+
+    ``blocks`` holds ``(key, rows, weight)``; a weight of None marks a
+    tie-break block.
+    """
     main = [b for _, b, w in blocks if w is not None]
     ties = [b for _, b, w in blocks if w is None]
     if not main:  # no layer reads the space: align on what it holds
@@ -633,7 +638,7 @@ def stack_reads(blocks):
     rows = np.vstack(main)
     if ties:
         tie = np.vstack(ties)
-        scale = 1e-2 * np.linalg.norm(rows) / max(np.linalg.norm(tie), 1e-300)
+        scale = _TIE_BREAK * np.linalg.norm(rows) / max(np.linalg.norm(tie), 1e-300)
         rows = np.vstack([rows, scale * tie])
     return rows
 

@@ -39,24 +39,18 @@ ALIGNS = ("procrustes", "lstsq", "hungarian", "truncate", "random")
 OUTPUTS = ("update", "model", "state_dict")
 
 
-# Weight of the pre-activations beside the activations a hidden space is aligned
-# on: enough to fix the directions the activations leave free (units a ReLU
-# silences on every calibration row), too little to move the others.
-_TIE_BREAK = 1e-2
-
-
 def _stream(io, k, center=False):
     """Rows on which hidden space ``k`` (read by linear layer ``k``) is aligned.
 
-    The activations the next layer reads, stacked over the pre-activations
-    scaled down to ``_TIE_BREAK`` of their norm; with ``center``, each block
-    minus its column means (cross-covariances instead of second moments).
+    The activations the next layer reads, with the pre-activations as the
+    tie-break (:func:`~sklearn_ext.transfer._graph.stack_reads`); with
+    ``center``, each block minus its column means (cross-covariances instead
+    of second moments).
     """
     post, pre = io[k][0], io[k - 1][1]
     if center:
         post, pre = post - post.mean(axis=0), pre - pre.mean(axis=0)
-    scale = _TIE_BREAK * np.linalg.norm(post) / max(np.linalg.norm(pre), 1e-300)
-    return np.vstack([post, scale * pre])
+    return stack_reads([(None, post, 1.0), (None, pre, None)])
 
 
 class TaskVectorTransporter(BaseEstimator):
@@ -311,6 +305,11 @@ class TaskVectorTransporter(BaseEstimator):
                 for key, rows, weight in reads_a[space]
                 if key[0] in op_map and (op_map[key[0]], *key[1:]) in partner
             ]
+            if self.center:  # each block centred, as for chains
+                paired = [
+                    (k, ra - ra.mean(axis=0), w, rb - rb.mean(axis=0))
+                    for k, ra, w, rb in paired
+                ]
             HA = stack_reads([(k, ra, w) for k, ra, w, _ in paired])
             HB = stack_reads([(k, rb, w) for k, _, w, rb in paired])
             if len(HA) < max(HA.shape[1], HB.shape[1]):
@@ -319,8 +318,6 @@ class TaskVectorTransporter(BaseEstimator):
                     f"{max(HA.shape[1], HB.shape[1])} channels: the alignment is "
                     "underdetermined; pass more calibration rows."
                 )
-            if self.center:
-                HA, HB = HA - HA.mean(axis=0), HB - HB.mean(axis=0)
             # An attention's queries/keys or values: one map per head, the
             # heads kept apart (block diagonal).
             heads = source.heads[space] if source.heads else 1

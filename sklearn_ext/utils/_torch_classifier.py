@@ -291,8 +291,6 @@ class TorchClassifierView:
 
     Parameters
     ----------
-    estimator : classifier
-        The fitted classifier viewed (unwrapped from a ``FrozenEstimator``).
     module : torch.nn.Module
         The network whose parameters are edited in place.
     classes : ndarray of shape (n_classes,)
@@ -310,7 +308,6 @@ class TorchClassifierView:
         network's function (the package's ``UnlearnableMLPClassifier``).
     """
 
-    estimator: Any
     module: Any
     classes: np.ndarray
     inputs: Callable
@@ -382,7 +379,6 @@ def _skorch_view(net):
         return net.get_loss(outputs, target, training=True)
 
     return TorchClassifierView(
-        estimator=net,
         module=net.module_,
         classes=np.asarray(net.classes_),
         inputs=inputs,
@@ -457,7 +453,6 @@ def torch_classifier_view(estimator):
         return _skorch_view(estimator)
     if kind == "adapter":
         return TorchClassifierView(
-            estimator=estimator,
             module=estimator.module_,
             classes=estimator.classes_,
             inputs=estimator._module_inputs,
@@ -465,7 +460,6 @@ def torch_classifier_view(estimator):
             targets=_position_targets(estimator.classes_),
         )
     return TorchClassifierView(
-        estimator=estimator,
         module=estimator.module_,
         classes=np.asarray(estimator.classes_),
         inputs=estimator._module_inputs,
