@@ -38,8 +38,9 @@ Parts
 7. Models that are not MLPs (``_hamu_models.py``, results ``hamu_models``):
    a CNN on the digit images and a transformer on the docstring topics, both
    trained by skorch and unlearned through ``FrozenEstimator``, as part 6:
-   HAMU, HAMU-U, gradient ascent, NegGrad+ and SCRUB at matched forget
-   accuracy (grids of 5), the retrained model, LiRA with 16 shadows.
+   HAMU, HAMU-U, gradient ascent, NegGrad+, SCRUB and fine-tuning on the
+   retain rows at matched forget accuracy (grids of 5), the retrained
+   model, LiRA with 16 shadows.
 
 ``--quick`` runs 2 seeds.
 """
