@@ -25,9 +25,10 @@ Parts
 5. Models that are not chains (``_theseus_graphs.py``, results
    ``theseus_graphs``): a residual CNN (8 to 16 channels) on rotated digits
    and a transformer (width 16 to 32, two heads) on the docstring topics with
-   60% of the words replaced, both trained by skorch; Theseus against
-   Hungarian matching, truncation and a random map (least squares is for
-   chains only); and a CNN moved to one with a residual block removed.
+   60% of the words replaced, both trained by skorch; Theseus against least
+   squares (every layer, convolutions on their input patches), Hungarian
+   matching, truncation and a random map; and a CNN moved to one with a
+   residual block removed.
 
 ``--quick`` runs 2 seeds.
 """
@@ -511,7 +512,8 @@ _GRAPH_BUDGET = {
     "ours": "TaskVectorTransporter() on the traced models (orthogonal Procrustes, "
     "whiten=0) with 256 unlabelled shifted calibration rows; alpha picked on a "
     "validation split from (0.5, 1, 1.5, 2, 3)",
-    "peers": "whiten 0.5, Hungarian matching, truncation and a random "
+    "peers": "least squares (align='lstsq', ridge 1e-3), whiten 0.5, Hungarian "
+    "matching, truncation and a random "
     "semi-orthogonal map on the same rows and alpha grid; the wide model "
     "fine-tuned directly (15 epochs, as the source) is the upper reference",
 }

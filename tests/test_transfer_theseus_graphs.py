@@ -1,6 +1,7 @@
 """Theseus beyond chains: convolutions, skip connections, norms, functional models."""
 
 import copy
+import functools
 import warnings
 
 import numpy as np
@@ -234,10 +235,6 @@ def test_unsupported_operations_and_graphs_that_differ_are_named(rows):
         TaskVectorTransporter().fit(
             rows, source_base=Residual(), target_base=_Swapped()
         )
-    with pytest.raises(ValueError, match="align='lstsq'"):
-        TaskVectorTransporter(align="lstsq").fit(
-            rows, source_base=Residual(), target_base=Residual()
-        )
     grouped = nn.Sequential(nn.Conv1d(6, 6, 1, groups=3))
     with pytest.raises(TypeError, match="grouped convolution"):
         TaskVectorTransporter().fit(
@@ -401,3 +398,84 @@ def test_fit_leaves_the_models_train_and_eval_flags_as_they_were(rows):
     net.up.eval()
     TaskVectorTransporter().fit(rows, source_base=net, target_base=Residual(seed=1))
     assert net.training and not net.up.training and net.down.training
+
+
+# --- least squares on traced models -------------------------------------------
+
+
+def test_least_squares_is_exact_on_permuted_conv_channels():
+    images = np.random.default_rng(0).normal(size=(300, 64))
+    net = CNN()
+    tuned = _perturbed(net)
+    twin = _permuted_cnn(net, torch.randperm(6), torch.randperm(8))
+    tr = TaskVectorTransporter(align="lstsq", ridge=1e-10)
+    tr.fit(images, source_base=net, target_base=twin)
+    moved = tr.apply(twin, tr.transform(tuned))
+    np.testing.assert_allclose(_out(moved, images), _out(tuned, images), atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["residual", "attention"])
+def test_least_squares_matches_the_updates_effect_to_first_order(kind, rows, tokens):
+    # Where a layer reads a rank-deficient design (a stream written from 6
+    # inputs, a LayerNorm's zero-mean output) least squares is exact on the
+    # calibration rows' span only: the moved update has the source update's
+    # effect at the base, so the outputs agree to first order in its size.
+    if kind == "residual":
+        net, X = Residual(), rows
+        twin = _permuted_residual(net, torch.randperm(12), torch.randperm(16))
+    else:
+        net, X = Encoder(), tokens
+        qk, v = _within_heads(2, 4), _within_heads(2, 4)
+        twin = _permuted_encoder(net, torch.randperm(8), qk, v, torch.randperm(16))
+    tuned = _perturbed(net, scale=1e-3)
+    tr = TaskVectorTransporter(align="lstsq", ridge=1e-10)
+    moved = tr.fit(X, source_base=net, target_base=twin).apply(
+        twin, tr.transform(tuned)
+    )
+    change = _out(tuned, X) - _out(net, X)
+    moved_change = _out(moved, X) - _out(twin, X)
+    assert np.abs(moved_change - change).max() < 1e-2 * np.abs(change).max()
+
+
+def test_least_squares_fits_a_convolutions_effect_better_than_its_map(images):
+    # conv2 reads conv1's channels, which differ between the two models:
+    # least squares matches the update's effect on what each conv2 reads;
+    # the semi-orthogonal maps only approximate it.
+    narrow, wide = CNN(c1=4, c2=6), CNN(c1=8, c2=10, seed=1)
+    tau = task_vector(_perturbed(narrow), narrow)
+    x = torch.as_tensor(images, dtype=torch.float32).reshape(-1, 1, 8, 8)
+    conv = functools.partial(torch.nn.functional.conv2d, padding=1)
+
+    def residual(tr):
+        update = tr.fit(images, source_base=narrow, target_base=wide).transform(tau)
+        out_space = {n: a for n, _, a in tr._source.params}["conv2.weight"][0]
+        with torch.no_grad():
+            h_a, h_b = (torch.relu(m.conv1(x)) for m in (narrow, wide))
+        aim = conv(h_a, tau["conv2.weight"], tau["conv2.bias"]).movedim(1, -1)
+        got = conv(h_b, update["conv2.weight"], update["conv2.bias"]).movedim(1, -1)
+        return float(np.linalg.norm(got.numpy() - aim.numpy() @ tr.maps_[out_space]))
+
+    least = residual(TaskVectorTransporter(align="lstsq", ridge=1e-8))
+    mapped = residual(TaskVectorTransporter())
+    assert least < 0.5 * mapped
+
+
+class _Strided(nn.Module):
+    def __init__(self, stride):
+        super().__init__()
+        self.conv = nn.Conv1d(2, 4, 3, stride=stride)
+        self.pool = nn.AdaptiveAvgPool1d(1)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        h = self.pool(torch.relu(self.conv(x.reshape(-1, 2, 9))))
+        return self.head(torch.flatten(h, 1))
+
+
+def test_layers_that_give_different_numbers_of_rows_are_refused():
+    X = np.random.default_rng(0).normal(size=(40, 18))
+    for align in ("procrustes", "lstsq"):
+        with pytest.raises(ValueError, match=r"give 280 and 160 rows of channels"):
+            TaskVectorTransporter(align=align).fit(
+                X, source_base=_Strided(1), target_base=_Strided(2)
+            )

@@ -37,7 +37,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FunctionalModel", "GraphSpec", "graph_io", "stack_reads", "trace_spaces"]
+__all__ = [
+    "FunctionalModel",
+    "GraphSpec",
+    "graph_io",
+    "layer_designs",
+    "stack_reads",
+    "trace_spaces",
+]
 
 # Layers that keep their input's space, by class name; the parameters of the
 # ones in _PER_CHANNEL are per channel (or one shared value).
@@ -175,6 +182,10 @@ class GraphSpec:
     identity; ``reads`` holds per space the nodes whose values align it, with
     a weight (1 for what a parameterised layer reads, else a tie-break).
     ``signature`` is the graph's operations, for correspondence checks.
+    ``layers`` maps each weight that multiplies what its layer reads to
+    ``(its bias or None, the graph node that applies it, kind)``, kind
+    ``"dense"`` (a linear layer or a convolution), ``"qkv"`` or
+    ``"out_proj"`` (an attention's projections), for :func:`layer_designs`.
     """
 
     kind: str
@@ -186,6 +197,7 @@ class GraphSpec:
     shapes: dict = field(default_factory=dict)
     heads: list = field(default_factory=list)
     param_ops: list = field(default_factory=list)
+    layers: dict = field(default_factory=dict)
 
     def renamed(self, names):
         """The spec with parameter names mapped through ``names``."""
@@ -199,6 +211,10 @@ class GraphSpec:
             shapes={names[n]: v for n, v in self.shapes.items()},
             heads=self.heads,
             param_ops=self.param_ops,
+            layers={
+                names[w]: (None if b is None else names[b], node, kind)
+                for w, (b, node, kind) in self.layers.items()
+            },
         )
 
 
@@ -261,6 +277,7 @@ def trace_spaces(module, example, kind, where):
             m.training = flag
     spaces = _Spaces()
     values, params, signature, reads, param_ops = {}, [], [], [], []
+    layers = {}
     used = set()
 
     def shape(node):
@@ -329,6 +346,7 @@ def trace_spaces(module, example, kind, where):
         add_param(weight, "weight", out, v.space, v.repeat)
         if bias is not None:
             add_param(bias, "bias", out)
+        layers[weight] = (bias, node.name, "dense")
         return out
 
     def _attention(node, m, name):
@@ -363,6 +381,10 @@ def trace_spaces(module, example, kind, where):
         add_param(f"{name}.out_proj.weight", "weight", out, vs, 1)
         if m.out_proj.bias is not None:
             add_param(f"{name}.out_proj.bias", "bias", out)
+        in_bias = None if m.in_proj_bias is None else f"{name}.in_proj_bias"
+        out_bias = None if m.out_proj.bias is None else f"{name}.out_proj.bias"
+        layers[f"{name}.in_proj_weight"] = (in_bias, node.name, "qkv")
+        layers[f"{name}.out_proj.weight"] = (out_bias, node.name, "out_proj")
 
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -485,6 +507,12 @@ def trace_spaces(module, example, kind, where):
             values[node] = _Value(spaces.new(s[dim], fixed=True), dim)
             continue
         if fname in ("linear", "conv1d", "conv2d"):
+            groups = node.args[6] if len(node.args) > 6 else node.kwargs.get("groups")
+            if fname != "linear" and groups not in (None, 1):
+                raise TypeError(
+                    f"{where}: the grouped convolution {node.name!r} (groups="
+                    f"{groups}) is not supported: its channels do not mix."
+                )
             w = node.args[1]
             b = node.args[2] if len(node.args) > 2 else node.kwargs.get("bias")
             wname = _attr_name(w, where)
@@ -548,6 +576,7 @@ def trace_spaces(module, example, kind, where):
         shapes={name: tuple(named[name].shape) for name, _, _ in out_params},
         heads=heads,
         param_ops=param_ops,
+        layers=layers,
     )
     return spec, gm
 
@@ -620,6 +649,75 @@ def graph_io(gm, inputs, spec):
             blocks.append((key, block, weight))
         out[space] = blocks
     return out
+
+
+def layer_designs(gm, inputs, spec):
+    """What every layer of ``spec.layers`` multiplies its weight with.
+
+    Returns ``{weight name: (n_rows, fan_in) float64 array}``: the rows a
+    linear layer reads (channels last, every position a row), a
+    convolution's input patches (the layer run with an identity kernel, so
+    its own stride, padding and dilation apply; columns in the order of
+    ``weight.reshape(out, -1)``), the stream an attention projects, and the
+    heads' mixed values its ``out_proj`` reads.
+    """
+    import copy
+
+    import torch
+    from torch import fx
+
+    by_node = {}
+    for weight, (_, node, kind) in spec.layers.items():
+        by_node.setdefault(node, []).append((weight, kind))
+    modules = dict(gm.named_modules())
+    designs = {}
+
+    def rows(t, dim=-1):
+        t = t.detach().movedim(dim, -1)
+        return t.reshape(-1, t.shape[-1]).cpu().double().numpy()
+
+    def identity_kernel(w):
+        fan_in = int(np.prod(w.shape[1:]))
+        return torch.eye(fan_in, dtype=w.dtype).reshape(fan_in, *w.shape[1:])
+
+    class _Recorder(fx.Interpreter):
+        def run_node(self, n):
+            if n.name in by_node:
+                args, kwargs = self.fetch_args_kwargs_from_env(n)
+                for weight, kind in by_node[n.name]:
+                    designs[weight] = self._design(n, args, kwargs, kind)
+            return super().run_node(n)
+
+        def _design(self, n, args, kwargs, kind):
+            x = args[0]
+            if kind == "qkv":
+                return rows(x)
+            if kind == "out_proj":  # the attention with an identity out_proj
+                m = copy.deepcopy(modules[n.target])
+                m.out_proj.weight.copy_(torch.eye(m.embed_dim))
+                if m.out_proj.bias is not None:
+                    m.out_proj.bias.zero_()
+                return rows(m(*args, **kwargs)[0])
+            if n.op == "call_module":
+                m = modules[n.target]
+                if _leaf_name(m) == "Linear":
+                    return rows(x)
+                return rows(m._conv_forward(x, identity_kernel(m.weight), None), 1)
+            if _function_name(n.target) == "linear":
+                return rows(x)
+            w = args[1]
+            rest = {k: v for k, v in kwargs.items() if k not in ("weight", "bias")}
+            return rows(n.target(x, identity_kernel(w), None, *args[3:], **rest), 1)
+
+    flags = [(m, m.training) for m in gm.modules()]
+    gm.eval()
+    try:
+        with torch.no_grad():
+            _Recorder(gm).run(inputs)
+    finally:
+        for m, flag in flags:
+            m.training = flag
+    return designs
 
 
 def stack_reads(blocks):

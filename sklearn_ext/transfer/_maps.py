@@ -15,7 +15,13 @@ import numpy as np
 from scipy.linalg import eigh, orthogonal_procrustes, svd
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["alignment_map", "polar_factor", "ridge_matching"]
+__all__ = [
+    "alignment_map",
+    "matching_grams",
+    "polar_factor",
+    "ridge_from_grams",
+    "ridge_matching",
+]
 
 
 def polar_factor(C):
@@ -95,30 +101,54 @@ def alignment_map(HA, HB, method, *, whiten=0.0, ridge=1e-3, random_state=None):
     return polar_factor(C)
 
 
+def matching_grams(XA, XB, bias):
+    """The two Gram matrices a least-squares matching of a layer needs.
+
+    ``[XB, 1].T @ [XB, 1]`` and ``[XB, 1].T @ [XA, 1]`` (the column of ones
+    only when the layer has a bias): the target's design against itself and
+    against the source's, so that a fitted transport keeps two small
+    matrices per layer instead of the calibration activations.
+    """
+    if bias:
+        XA = np.hstack([XA, np.ones((len(XA), 1))])
+        XB = np.hstack([XB, np.ones((len(XB), 1))])
+    return XB.T @ XB, XB.T @ XA
+
+
 def ridge_matching(XA, XB, dW, db, T_out, ridge):
     """The update of a target layer that best reproduces the source's effect.
 
     Solves ``min ||[XB, 1] [dW_B.T; db_B] - (XA dW.T + db) T_out||^2 +
     ridge * s * ||dW_B||^2`` (``s`` the mean eigenvalue of ``XB.T XB``): the
     functional matching of the update on the calibration activations, without
-    the semi-orthogonal constraint.
+    the semi-orthogonal constraint. ``XA`` and ``XB`` are what the two layers
+    read on the same rows (for a convolution, its input patches).
 
     Returns
     -------
     dW_B : ndarray of shape (b_out, b_in)
     db_B : ndarray of shape (b_out,) or None
     """
-    n, b_in = XB.shape
-    effect = XA @ dW.T
-    if db is not None:
-        effect = effect + db
-    effect = effect @ T_out
-    design = np.hstack([XB, np.ones((n, 1))]) if db is not None else XB
-    gram = design.T @ design
-    penalty = ridge * max(np.trace(XB.T @ XB) / b_in, 1e-300) * np.eye(len(gram))
+    grams = matching_grams(XA, XB, db is not None)
+    return ridge_from_grams(*grams, dW, db, T_out, ridge)
+
+
+def ridge_from_grams(gram, cross, dW, db, T_out, ridge):
+    """:func:`ridge_matching` from the Grams of :func:`matching_grams`.
+
+    Returns
+    -------
+    dW_B : ndarray of shape (b_out, b_in)
+    db_B : ndarray of shape (b_out,) or None
+    """
+    b_in = len(gram) - (db is not None)
+    coef_a = dW.T if db is None else np.vstack([dW.T, db[None, :]])
+    penalty = (
+        ridge * max(np.trace(gram[:b_in, :b_in]) / b_in, 1e-300) * np.eye(len(gram))
+    )
     if db is not None:
         penalty[-1, -1] = 0.0  # the bias is not shrunk
-    coef = np.linalg.lstsq(gram + penalty, design.T @ effect, rcond=None)[0]
+    coef = np.linalg.lstsq(gram + penalty, cross @ coef_a @ T_out, rcond=None)[0]
     if db is None:
         return coef.T, None
     return coef[:-1].T, coef[-1]

@@ -10,8 +10,18 @@ from scipy.linalg import block_diag
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from sklearn_ext.transfer._graph import GraphSpec, graph_io, stack_reads
-from sklearn_ext.transfer._maps import alignment_map, ridge_matching
+from sklearn_ext.transfer._graph import (
+    GraphSpec,
+    graph_io,
+    layer_designs,
+    stack_reads,
+)
+from sklearn_ext.transfer._maps import (
+    alignment_map,
+    matching_grams,
+    ridge_from_grams,
+    ridge_matching,
+)
 from sklearn_ext.transfer._models import (
     _named_tensors,
     as_update,
@@ -81,8 +91,12 @@ class TaskVectorTransporter(BaseEstimator):
         ``"lstsq"``: each layer's update is the ridge least-squares fit of the
         source update's effect on the calibration activations (functional
         matching without the orthogonal constraint; output spaces still
-        aligned by Procrustes). ``"hungarian"``: a one-to-one matching of
-        units by activation correlation (Git Re-Basin style).
+        aligned by Procrustes). In a traced model this covers linear layers,
+        convolutions (fitted on their input patches) and an attention's
+        projections; embeddings, learned positions and per-channel
+        parameters move through the Procrustes maps. ``"hungarian"``: a
+        one-to-one matching of units by activation correlation (Git Re-Basin
+        style).
         ``"truncate"``: unit i to unit i (truncation or zero padding).
         ``"random"``: a random semi-orthogonal map (a control).
     whiten : float in [0, 0.5], default=0.0
@@ -270,12 +284,6 @@ class TaskVectorTransporter(BaseEstimator):
 
     def _fit_graphs(self, X, source_base, target_base):
         """Trace both bases and align every channel space (see ``_graph``)."""
-        if self.align == "lstsq":
-            raise ValueError(
-                "align='lstsq' fits the linear layers of a chain one by one; for "
-                "models with convolutions, skip connections or norms use "
-                "'procrustes', 'hungarian', 'truncate' or 'random'."
-            )
         X = validate_data(
             self, X, dtype=np.float64, ensure_min_samples=2, allow_nd=True
         )
@@ -290,6 +298,7 @@ class TaskVectorTransporter(BaseEstimator):
         reads_a = graph_io(gm_a, in_a, source)
         reads_b = graph_io(gm_b, in_b, target)
         rng = check_random_state(self.random_state)
+        method = "procrustes" if self.align == "lstsq" else self.align
         maps = []
         for space, width in enumerate(source.widths):
             if space not in space_map:  # only in a block the target lacks
@@ -305,6 +314,16 @@ class TaskVectorTransporter(BaseEstimator):
                 for key, rows, weight in reads_a[space]
                 if key[0] in op_map and (op_map[key[0]], *key[1:]) in partner
             ]
+            for key, ra, _, rb in paired:
+                if len(ra) != len(rb):
+                    op = source.signature[key[0]]
+                    raise ValueError(
+                        "source_base and target_base do not correspond: at "
+                        f"operation {key[0]} ({op[0]}) they give {len(ra)} and "
+                        f"{len(rb)} rows of channels (a different stride, "
+                        "padding or input size), so their channels cannot be "
+                        "matched row by row."
+                    )
             if self.center:  # each block centred, as for chains
                 paired = [
                     (k, ra - ra.mean(axis=0), w, rb - rb.mean(axis=0))
@@ -328,7 +347,7 @@ class TaskVectorTransporter(BaseEstimator):
                         alignment_map(
                             HA[:, h * a : (h + 1) * a],
                             HB[:, h * b : (h + 1) * b],
-                            self.align,
+                            method,
                             whiten=self.whiten,
                             ridge=self.ridge,
                             random_state=rng,
@@ -340,6 +359,11 @@ class TaskVectorTransporter(BaseEstimator):
         self.maps_ = maps
         self._inputs = None
         self._pairs, self._fresh, self.dropped_ = pairs, fresh, dropped
+        self._grams = (
+            _layer_grams(source, target, gm_a, in_a, gm_b, in_b, pairs)
+            if self.align == "lstsq"
+            else None
+        )
         return source, target
 
     def _fit_chains(self, X, source_base, target_base):
@@ -392,6 +416,7 @@ class TaskVectorTransporter(BaseEstimator):
             else None
         )
         self.dropped_ = []
+        self._grams = None
         return source, target
 
     @staticmethod
@@ -498,11 +523,18 @@ class TaskVectorTransporter(BaseEstimator):
         return self._finish(out, output, target_base)
 
     def _transport_graph(self, tv):
-        """Every parameter of a traced source moved through its spaces' maps."""
+        """Every parameter of a traced source moved through its spaces' maps
+        (its layers' weights and biases fitted by least squares for
+        ``align="lstsq"``)."""
         out = {
             name: np.zeros(self._target.shapes[name]) for name in self._fresh
         }  # parameters of a block only the target has: not moved, zero update
+        fitted = set()
+        if getattr(self, "_grams", None):
+            fitted = self._ridge_layers(tv, out)
         for name_a, role, args, name_b in self._pairs:
+            if name_a in fitted:
+                continue
             d = tv[name_a]
             if role == "weight":
                 out_space, in_space, repeat = args
@@ -525,6 +557,42 @@ class TaskVectorTransporter(BaseEstimator):
                 T = None if args[0] is None else self.maps_[args[0]]
                 out[name_b] = d if T is None else d @ (T * T)
         return out
+
+    def _ridge_layers(self, tv, out):
+        """The least-squares update of every layer with Grams; returns the
+        source parameters it moved."""
+        names = {name_a: name_b for name_a, _, _, name_b in self._pairs}
+        roles = {name_a: args for name_a, _, args, _ in self._pairs}
+        done = set()
+        for weight, (gram, cross) in self._grams.items():
+            bias, _, kind = self._source.layers[weight]
+            d = tv[weight]
+            db = None if bias is None else tv[bias]
+            if kind == "qkv":  # three projections of the stream, one Gram
+                T_qk, T_v = self.maps_[roles[weight][0]], self.maps_[roles[weight][1]]
+                parts = [
+                    ridge_from_grams(gram, cross, w, b, T, self.ridge)
+                    for w, b, T in zip(
+                        np.split(d, 3),
+                        [None] * 3 if db is None else np.split(db, 3),
+                        (T_qk, T_qk, T_v),
+                    )
+                ]
+                dW_b = np.concatenate([p[0] for p in parts])
+                db_b = None if db is None else np.concatenate([p[1] for p in parts])
+            else:
+                T_out = self.maps_[roles[weight][0]]
+                shape_b = self._target.shapes[names[weight]]
+                dW_b, db_b = ridge_from_grams(
+                    gram, cross, d.reshape(len(d), -1), db, T_out, self.ridge
+                )
+                dW_b = dW_b.reshape(shape_b)
+            out[names[weight]] = dW_b
+            done.add(weight)
+            if bias is not None:
+                out[names[bias]] = db_b
+                done.add(bias)
+        return done
 
     def _finish(self, out, output, target_base):
         """The moved update as ``output`` asks."""
@@ -611,6 +679,22 @@ class TaskVectorTransporter(BaseEstimator):
             )
         update = check_task_vector(update, chain, "update")
         return with_update(target_base, chain, update, float(self.alpha))
+
+
+def _layer_grams(source, target, gm_a, in_a, gm_b, in_b, pairs):
+    """``{source weight: Grams}`` for the least-squares matching of every
+    layer both traced models have (:func:`matching_grams` on what the two
+    layers read for the same calibration rows)."""
+    names = {name_a: name_b for name_a, _, _, name_b in pairs}
+    designs_a = layer_designs(gm_a, in_a, source)
+    designs_b = layer_designs(gm_b, in_b, target)
+    grams = {}
+    for weight, (bias, _, _) in source.layers.items():
+        if weight not in names:  # in a block the target lacks
+            continue
+        XA, XB = designs_a[weight], designs_b[names[weight]]
+        grams[weight] = matching_grams(XA, XB, bias is not None)
+    return grams
 
 
 def _check_shapes(model, spec, where, expected):
