@@ -66,7 +66,7 @@ def X():
 # --- exact cases ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("align", ["procrustes", "lstsq", "hungarian"])
+@pytest.mark.parametrize("align", ["procrustes", "functional", "lstsq", "hungarian"])
 def test_source_equal_to_target_gives_the_identity(X, align):
     net = _mlp((6, 16, 12, 3))
     tau = task_vector(_perturbed(net), net)
@@ -449,3 +449,24 @@ def test_centring_aligns_on_covariances(X):
         X, source_base=net, target_base=other
     )
     assert not np.allclose(plain.maps_[1], centred.maps_[1], atol=1e-3)
+
+
+def test_functional_matching_is_pulled_to_the_procrustes_update_by_its_ridge(X):
+    narrow, wide = _mlp((6, 8, 3)), _mlp((6, 12, 3), seed=1)
+    tau = task_vector(_perturbed(narrow), narrow)
+
+    def moved(**params):
+        tr = TaskVectorTransporter(**params)
+        return tr.fit(X, source_base=narrow, target_base=wide).transform(tau)
+
+    mapped, anchored = moved(), moved(align="functional", ridge=1e9)
+    fitted, free = (
+        moved(align="functional", ridge=1e-9),
+        moved(align="lstsq", ridge=1e-9),
+    )
+    for k in mapped:
+        if k.endswith("weight"):  # a bias is refit, never shrunk
+            np.testing.assert_allclose(anchored[k], mapped[k], atol=1e-5)
+        # X has more rows than any layer reads units: the fit is determined.
+        np.testing.assert_allclose(fitted[k], free[k], atol=1e-4)
+    assert not np.allclose(fitted["2.weight"], mapped["2.weight"], atol=1e-3)

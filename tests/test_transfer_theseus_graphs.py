@@ -437,7 +437,7 @@ def test_least_squares_matches_the_updates_effect_to_first_order(kind, rows, tok
     assert np.abs(moved_change - change).max() < 1e-2 * np.abs(change).max()
 
 
-def test_least_squares_fits_a_convolutions_effect_better_than_its_map(images):
+def test_least_squares_fits_a_convolutions_effect_better_than_the_maps(images):
     # conv2 reads conv1's channels, which differ between the two models:
     # least squares matches the update's effect on what each conv2 reads;
     # the semi-orthogonal maps only approximate it.
@@ -458,6 +458,10 @@ def test_least_squares_fits_a_convolutions_effect_better_than_its_map(images):
     least = residual(TaskVectorTransporter(align="lstsq", ridge=1e-8))
     mapped = residual(TaskVectorTransporter())
     assert least < 0.5 * mapped
+    # Functional matching trades the fit against the distance to the mapped
+    # update: its residual lies between the two.
+    anchored = residual(TaskVectorTransporter(align="functional", ridge=0.1))
+    assert least <= anchored < mapped
 
 
 class _Strided(nn.Module):
@@ -479,3 +483,23 @@ def test_layers_that_give_different_numbers_of_rows_are_refused():
             TaskVectorTransporter(align=align).fit(
                 X, source_base=_Strided(1), target_base=_Strided(2)
             )
+
+
+def test_functional_matching_of_an_attention_block_anchors_on_the_maps(tokens):
+    narrow, wide = Encoder(d=8, ff=16), Encoder(d=12, ff=24, seed=1)
+    tau = task_vector(_perturbed(narrow), narrow)
+
+    def moved(**params):
+        tr = TaskVectorTransporter(**params)
+        return tr.fit(tokens, source_base=narrow, target_base=wide).transform(tau)
+
+    mapped = moved()
+    # A large ridge keeps the mapped weights (biases are refit, never shrunk).
+    for k, v in moved(align="functional", ridge=1e9).items():
+        if not k.endswith("bias"):
+            np.testing.assert_allclose(v, mapped[k], atol=1e-5)
+    refit = moved(align="functional", ridge=0.1)
+    for k in ("attn.in_proj_weight", "attn.out_proj.weight", "up.weight"):
+        assert not np.allclose(refit[k], mapped[k], atol=1e-3), k
+    for k in ("embed.weight", "pos", "norm1.weight"):  # moved by the maps
+        np.testing.assert_allclose(refit[k], mapped[k])

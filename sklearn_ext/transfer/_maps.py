@@ -115,14 +115,16 @@ def matching_grams(XA, XB, bias):
     return XB.T @ XB, XB.T @ XA
 
 
-def ridge_matching(XA, XB, dW, db, T_out, ridge):
+def ridge_matching(XA, XB, dW, db, T_out, ridge, prior=None):
     """The update of a target layer that best reproduces the source's effect.
 
     Solves ``min ||[XB, 1] [dW_B.T; db_B] - (XA dW.T + db) T_out||^2 +
-    ridge * s * ||dW_B||^2`` (``s`` the mean eigenvalue of ``XB.T XB``): the
-    functional matching of the update on the calibration activations, without
-    the semi-orthogonal constraint. ``XA`` and ``XB`` are what the two layers
-    read on the same rows (for a convolution, its input patches).
+    ridge * s * ||dW_B - prior||^2`` (``s`` the mean eigenvalue of
+    ``XB.T XB``; ``prior`` zero when None): the functional matching of the
+    update on the calibration activations, without the semi-orthogonal
+    constraint, shrunk towards ``prior`` (the update the maps move). ``XA``
+    and ``XB`` are what the two layers read on the same rows (for a
+    convolution, its input patches).
 
     Returns
     -------
@@ -130,10 +132,10 @@ def ridge_matching(XA, XB, dW, db, T_out, ridge):
     db_B : ndarray of shape (b_out,) or None
     """
     grams = matching_grams(XA, XB, db is not None)
-    return ridge_from_grams(*grams, dW, db, T_out, ridge)
+    return ridge_from_grams(*grams, dW, db, T_out, ridge, prior)
 
 
-def ridge_from_grams(gram, cross, dW, db, T_out, ridge):
+def ridge_from_grams(gram, cross, dW, db, T_out, ridge, prior=None):
     """:func:`ridge_matching` from the Grams of :func:`matching_grams`.
 
     Returns
@@ -148,7 +150,10 @@ def ridge_from_grams(gram, cross, dW, db, T_out, ridge):
     )
     if db is not None:
         penalty[-1, -1] = 0.0  # the bias is not shrunk
-    coef = np.linalg.lstsq(gram + penalty, cross @ coef_a @ T_out, rcond=None)[0]
+    rhs = cross @ coef_a @ T_out
+    if prior is not None:
+        rhs = rhs + penalty[:, :b_in] @ prior.T
+    coef = np.linalg.lstsq(gram + penalty, rhs, rcond=None)[0]
     if db is None:
         return coef.T, None
     return coef[:-1].T, coef[-1]
