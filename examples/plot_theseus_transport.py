@@ -112,3 +112,91 @@ ax2.set_ylabel("rotated validation accuracy")
 ax2.legend()
 fig.tight_layout()
 plt.show()
+
+# %%
+# Your own torch model, traced
+# ----------------------------
+# The transporter also takes a network written in plain PyTorch that is not
+# a chain: here a residual block with a layer norm, on the wine data (a set
+# none of the benchmarks uses), at the transporter's defaults. The shifted
+# task flips the sign of half the features and adds noise. ``torch.fx``
+# traces both bases; the skip connection makes the stream one space with
+# one map, and the layer norm's scales move with it. Beside Theseus:
+# ``align="functional"``, which refits each layer's update to the source
+# update's effect on the calibration rows while pulling it towards the
+# Procrustes-moved one, and plain least squares. ``output="model"`` returns
+# the updated copy of the wide network.
+import torch
+from sklearn.datasets import load_wine
+from sklearn.preprocessing import StandardScaler
+from torch import nn
+
+W, c = load_wine(return_X_y=True)
+W = StandardScaler().fit_transform(W)
+W, W_test, c, c_test = train_test_split(W, c, test_size=0.4, random_state=0, stratify=c)
+flip = np.where(np.random.default_rng(0).random(W.shape[1]) < 0.5, -1.0, 1.0)
+
+
+def shifted(rows, seed):
+    return rows * flip + np.random.default_rng(seed).normal(0.0, 0.5, rows.shape)
+
+
+V, V_test = shifted(W, 1), shifted(W_test, 2)
+
+
+class Residual(nn.Module):
+    """A residual stream with a feed-forward block and a layer norm."""
+
+    def __init__(self, width, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.inp = nn.Linear(13, width)
+        self.up, self.down = nn.Linear(width, 2 * width), nn.Linear(2 * width, width)
+        self.norm = nn.LayerNorm(width)
+        self.head = nn.Linear(width, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.inp(x))
+        h = self.norm(h + self.down(torch.relu(self.up(h))))
+        return self.head(h)
+
+
+def trained(net, rows, labels, epochs, lr=1e-2):
+    """A copy of ``net`` trained full batch with Adam (the user's own loop)."""
+    net = copy.deepcopy(net)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    x, t = torch.tensor(rows, dtype=torch.float32), torch.tensor(labels)
+    for _ in range(epochs):
+        opt.zero_grad()
+        nn.functional.cross_entropy(net(x), t).backward()
+        opt.step()
+    return net.eval()
+
+
+def net_accuracy(net, rows, labels):
+    with torch.no_grad():
+        out = net(torch.tensor(rows, dtype=torch.float32))
+    return float((out.argmax(1).numpy() == labels).mean())
+
+
+narrow_net = trained(Residual(16, seed=0), W, c, 200)
+wide_net = trained(Residual(32, seed=1), W, c, 200)
+tau_net = task_vector(trained(narrow_net, V, c, 100, lr=3e-3), narrow_net)
+print(f"{'wide, no update':22s} shifted {net_accuracy(wide_net, V_test, c_test):.3f}")
+for align, ridge in [("procrustes", 1e-3), ("functional", 0.1), ("lstsq", 1e-3)]:
+    tr = TaskVectorTransporter(align=align, ridge=ridge)
+    tr.fit(V, source_base=narrow_net, target_base=wide_net)
+    moved = tr.transform(tau_net, output="model", target_base=wide_net)
+    print(
+        f"{align:22s} shifted {net_accuracy(moved, V_test, c_test):.3f}  "
+        f"original {net_accuracy(moved, W_test, c_test):.3f}"
+    )
+tuned_accuracy = net_accuracy(trained(wide_net, V, c, 100, lr=3e-3), V_test, c_test)
+print(f"{'wide, fine-tuned':22s} shifted {tuned_accuracy:.3f}")
+
+# %%
+# Every transport moves the wide network part of the way to its own
+# fine-tune at no training cost. On this network the two least-squares
+# refits move it further than the Procrustes transport alone, as in the
+# benchmark's CNN and transformer pairs (see the user guide); on the MLPs of
+# the digits above Theseus is ahead of least squares.

@@ -95,8 +95,8 @@ class TaskVectorTransporter(BaseEstimator):
         ``"lstsq"``), shrunk towards the Procrustes-moved update instead of
         towards zero: ``ridge`` sets the pull (a large one keeps the
         Procrustes-moved weights, zero gives ``"lstsq"``; biases are refit
-        freely in both; 0.1 was set on development data of the benchmark's
-        CNN and transformer pairs).
+        freely in both; ``ridge=0.1`` was set on development data of the
+        benchmark's CNN and transformer pairs).
         ``"lstsq"``: each layer's update is the ridge least-squares fit of the
         source update's effect on the calibration activations (functional
         matching without the orthogonal constraint; output spaces still
