@@ -15,6 +15,9 @@ Parts
    gap closed ((moved - target) / (fine-tuned target - target)), clean test
    accuracy (the base task), and Theseus minus each baseline paired over
    seeds; the time of fit + transform against the direct fine-tune's.
+   Functional matching (``align="functional"``, ridge 0.1 as in part 5;
+   added after part 5's first run) is reported against its two ablations,
+   least squares and Theseus.
 3. Sensitivity to the number of calibration rows (rotated digits).
 4. Data the method was not tuned on: breast cancer (standardised), with
    scikit-learn MLPs of hidden 32-32 and 48-48 (the transporter's
@@ -62,6 +65,7 @@ METHODS = {
     "Theseus (Procrustes)": {"align": "procrustes"},
     "Theseus, whiten 0.5": {"align": "procrustes", "whiten": 0.5},
     "least squares (no orthogonality)": {"align": "lstsq", "ridge": 0.1},
+    _theseus_graphs.FUNCTIONAL: {"align": "functional", "ridge": 0.1},
     "Hungarian matching": {"align": "hungarian"},
     "truncate / zero-pad": {"align": "truncate"},
     "random semi-orthogonal": {"align": "random"},
@@ -196,6 +200,16 @@ def digits_part(rows, shift, seeds):
             row["value"] = (
                 f"Theseus - this, gap closed: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
             )
+        if name == _theseus_graphs.FUNCTIONAL:  # against its two ablations
+            row["value"] = "; ".join(
+                "this - {}, gap closed: {:+.3f} [{:+.3f}, {:+.3f}]".format(
+                    label, *paired_interval(v[:, 2], np.array(per[other])[:, 2])
+                )
+                for label, other in (
+                    ("least squares", "least squares (no orthogonality)"),
+                    ("Theseus", "Theseus (Procrustes)"),
+                )
+            )
         rows.append(row)
     rows.append(
         {
@@ -309,6 +323,7 @@ _KEYS = {
     "Theseus (Procrustes)": "theseus",
     "Theseus, whiten 0.5": "whiten",
     "least squares (no orthogonality)": "lstsq",
+    _theseus_graphs.FUNCTIONAL: "functional",
     "Hungarian matching": "hungarian",
     "truncate / zero-pad": "truncate",
     "random semi-orthogonal": "random",
@@ -442,6 +457,23 @@ def _theseus_claims(parts):
                             metric="gap closed, Theseus - this (paired over seeds)",
                         )
                     )
+                if method == _theseus_graphs.FUNCTIONAL:
+                    claims += [
+                        Claim(
+                            f"{shift}_functional_vs_{okey}",
+                            row,
+                            "value",
+                            compute=_match(
+                                row, "value", rf"this - {other}, gap closed: " + _FIGURE
+                            ),
+                            metric=f"gap closed, functional matching - {other} "
+                            "(paired over seeds)",
+                        )
+                        for other, okey in (
+                            ("least squares", "lstsq"),
+                            ("Theseus", "theseus"),
+                        )
+                    ]
     if "3" in parts:
         claims += [
             Claim(
