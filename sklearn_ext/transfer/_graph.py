@@ -678,7 +678,8 @@ def layer_designs(gm, inputs, spec):
 
     def identity_kernel(w):
         fan_in = int(np.prod(w.shape[1:]))
-        return torch.eye(fan_in, dtype=w.dtype).reshape(fan_in, *w.shape[1:])
+        eye = torch.eye(fan_in, dtype=w.dtype, device=w.device)
+        return eye.reshape(fan_in, *w.shape[1:])
 
     class _Recorder(fx.Interpreter):
         def run_node(self, n):
