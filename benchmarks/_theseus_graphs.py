@@ -19,6 +19,8 @@ The shifted-task protocol of part 2, on models that are not chains:
   so the update of the source's second block is dropped (by name, with a
   warning) and the rest moves through the maps of the spaces both models
   have.
+- **Transformer with a block removed** (source: two encoder blocks, width
+  16; target: one block, width 16), the same way.
 
 Both bases of a pair are trained by skorch on the clean training half (50%
 of the rows) from different seeds; the source is fine-tuned on the shifted
@@ -115,6 +117,26 @@ class BlockTransformer(torch.nn.Module):
         return self.out(h.mean(dim=1))
 
 
+class TwoBlockTransformer(BlockTransformer):
+    """:class:`BlockTransformer` with a second encoder block after the first."""
+
+    def __init__(self, vocab_size=2, n_classes=2, dim=16, heads=2, length=32):
+        super().__init__(vocab_size, n_classes, dim, heads, length)
+        self.attn2 = torch.nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.norm3 = torch.nn.LayerNorm(dim)
+        self.up2 = torch.nn.Linear(dim, 2 * dim)
+        self.down2 = torch.nn.Linear(2 * dim, dim)
+        self.norm4 = torch.nn.LayerNorm(dim)
+
+    def forward(self, x):
+        h = self.embed(x.long()) + self.position
+        h = self.norm1(h + self.attn(h, h, h, need_weights=False)[0])
+        h = self.norm2(h + self.down(torch.relu(self.up(h))))
+        h = self.norm3(h + self.attn2(h, h, h, need_weights=False)[0])
+        h = self.norm4(h + self.down2(torch.relu(self.up2(h))))
+        return self.out(h.mean(dim=1))
+
+
 def _net(module, seed, epochs, **module_params):
     return SeededNet(
         module,
@@ -192,6 +214,11 @@ def pairs(task_of, seed):
             _net(ResidualCNN, seed + 100, 30, width=8, blocks=1),
             "CNN",
         ),
+        "transformer 2 blocks -> 1 block": (
+            _net(TwoBlockTransformer, seed, 40, dim=16, **t_params),
+            _net(BlockTransformer, seed + 100, 40, dim=16, **t_params),
+            "transformer",
+        ),
     }
 
 
@@ -254,6 +281,7 @@ PAIR_KEYS = {
     "cnn": "CNN 8 -> 16 channels",
     "transformer": "transformer width 16 -> 32",
     "cnn_block": "CNN 2 blocks -> 1 block",
+    "transformer_block": "transformer 2 blocks -> 1 block",
 }
 KEYS = {
     "Theseus (Procrustes)": "theseus",

@@ -31,8 +31,8 @@ Parts
    60% of the words replaced, both trained by skorch; Theseus and its
    functional matching (least squares anchored on the Procrustes update)
    against least squares (every layer, convolutions on their input patches), Hungarian
-   matching, truncation and a random map; and a CNN moved to one with a
-   residual block removed.
+   matching, truncation and a random map; and a CNN and a transformer moved
+   to ones with a block removed.
 
 ``--quick`` runs 2 seeds.
 """
