@@ -622,15 +622,7 @@ def graph_io(gm, inputs, spec):
                 seen[n.name] = out.detach()
             return out
 
-    # The traced module shares the model's layers: their flags are restored.
-    flags = [(m, m.training) for m in gm.modules()]
-    gm.eval()
-    try:
-        with torch.no_grad():
-            _Recorder(gm).run(inputs)
-    finally:
-        for m, flag in flags:
-            m.training = flag
+    _run_in_eval_mode(_Recorder(gm), inputs)
     modules = dict(gm.named_modules())
     out = {}
     for space, entries in spec.reads.items():
@@ -710,15 +702,25 @@ def layer_designs(gm, inputs, spec):
             rest = {k: v for k, v in kwargs.items() if k not in ("weight", "bias")}
             return rows(n.target(x, identity_kernel(w), None, *args[3:], **rest), 1)
 
+    _run_in_eval_mode(_Recorder(gm), inputs)
+    return designs
+
+
+def _run_in_eval_mode(interpreter, inputs):
+    """Run an ``fx.Interpreter`` of a traced module in eval mode, without
+    gradients. The traced module shares the model's layers: their train/eval
+    flags are restored afterwards."""
+    import torch
+
+    gm = interpreter.module
     flags = [(m, m.training) for m in gm.modules()]
     gm.eval()
     try:
         with torch.no_grad():
-            _Recorder(gm).run(inputs)
+            interpreter.run(inputs)
     finally:
         for m, flag in flags:
             m.training = flag
-    return designs
 
 
 def stack_reads(blocks):
