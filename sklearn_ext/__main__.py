@@ -8,6 +8,7 @@ the data, the baseline and how to read the metric under each row.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import argparse
+import gc
 import importlib
 import os
 import shutil
@@ -88,6 +89,10 @@ _THREAD_VARIABLES = (
     "NUMEXPR_NUM_THREADS",
     "RAYON_NUM_THREADS",
 )
+# The heavy libraries that most demos import (torch, and the torch._dynamo
+# that its optimisers load, about 3 s on one core): ``make demo`` imports them
+# once in its own process, which then forks a process per demo.
+_PRELOAD = ("torch", "torch._dynamo")
 
 
 def demo_function(cls):
@@ -155,11 +160,7 @@ def _demo_task(name, cls):
     or beside others. It runs in a worker process of ``make demo``, or in the
     command line's own process for one demo.
     """
-    for variable in _THREAD_VARIABLES:
-        os.environ[variable] = "1"
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    # Hugging Face's own progress bars would cut through the table.
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    _one_thread_environment()
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):
@@ -169,6 +170,120 @@ def _demo_task(name, cls):
             return name, None, f"skipped: {exc}"
         except Exception as exc:
             return name, None, f"error: {type(exc).__name__}: {exc}"
+
+
+def _one_thread_environment():
+    """Set the variables that keep a demo's libraries to one thread."""
+    for variable in _THREAD_VARIABLES:
+        os.environ[variable] = "1"
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    # Hugging Face's own progress bars would cut through the table.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def _preload():
+    """Import :data:`_PRELOAD` here, under the demos' one-thread settings.
+
+    The processes forked afterwards share the imported modules, so the demos
+    do not import them again one process each (about 3 s on one core). Only
+    imports: nothing computes here, so no thread pool starts before a fork.
+    The environment is restored afterwards (the libraries have read it); a
+    library that is missing is left to the demo that needs it to report.
+    """
+    keys = (
+        *_THREAD_VARIABLES,
+        "TOKENIZERS_PARALLELISM",
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+    )
+    saved = {key: os.environ.get(key) for key in keys}
+    _one_thread_environment()
+    try:
+        for module in _PRELOAD:
+            try:
+                importlib.import_module(module)
+            except Exception:  # an optional extra: its demo says it is skipped
+                pass
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _forked_task(writer, name, cls):
+    """Run :func:`_demo_task` in a forked process and send its outcome back."""
+    try:
+        outcome = _demo_task(name, cls)
+        try:
+            writer.send(outcome)
+        except Exception as exc:  # a result that does not pickle
+            writer.send((name, None, f"error: {type(exc).__name__}: {exc}"))
+    finally:
+        writer.close()
+
+
+def _forked(order, jobs, progress):
+    """The demos, ``jobs`` at a time, each in a process forked from this one.
+
+    A fresh process per demo, so no demo sees what an earlier one left
+    behind, and a fork costs milliseconds where a new interpreter would
+    import scikit-learn and the package again. After the first fork this
+    process imports the heavy libraries (:func:`_preload`) while that demo
+    runs, so every later demo starts with them loaded; the first to start is
+    therefore the longest demo of an estimator that does not compute with
+    torch (the others keep their order). Yields ``(name, result, error)`` as
+    the demos finish.
+    """
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    from sklearn_ext.base import is_torch_estimator
+
+    context = multiprocessing.get_context("fork")
+    queue, running, preloaded = list(order), {}, False
+    first = next((d for d in queue if not is_torch_estimator(d[1])), None)
+    if first is not None:
+        queue.remove(first)
+        queue.insert(0, first)
+    while queue or running:
+        while queue and len(running) < jobs:
+            name, cls = queue.pop(0)
+            reader, writer = context.Pipe(duplex=False)
+            # No buffered output for the child to write a second time, and no
+            # progress line half drawn by the drawing thread while forking.
+            with progress.lock:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                # What this process holds is never garbage in the child: kept
+                # out of the child's collections, which would otherwise walk
+                # (and so copy) every page of it. Frozen for the fork only.
+                gc.freeze()
+                process = context.Process(
+                    target=_forked_task, args=(writer, name, cls), daemon=True
+                )
+                process.start()
+                gc.unfreeze()
+            writer.close()
+            running[reader] = (name, process)
+            progress.started(name)
+            if not preloaded:
+                _preload()
+                preloaded = True
+        reader = wait(list(running))[0]  # one at a time: each frees a place
+        name, process = running.pop(reader)
+        try:
+            outcome = reader.recv()
+        except EOFError:  # the process died without an answer
+            process.join()
+            outcome = (
+                name,
+                None,
+                f"error: its process exited with code {process.exitcode}",
+            )
+        reader.close()
+        process.join()
+        yield outcome
 
 
 def _number(x):
@@ -347,12 +462,18 @@ def cmd_demo(args):
     progress = _Progress(len(order))
     verdicts, start = {}, time.perf_counter()
     try:
+        queue = []
         if jobs == 1:
             results = _in_process(order, progress)
+        elif sys.platform.startswith("linux"):
+            # A forked process per demo, each on one thread; rows come as
+            # demos finish.
+            results = _forked(order, jobs, progress)
         else:
-            # Worker processes, each on one thread; rows come as demos finish.
-            # The task is looked up in the importable module so that it is
-            # pickled by reference, also under ``python -m sklearn_ext``.
+            # Where fork is unsafe (macOS, Windows): worker processes of
+            # their own interpreter, each on one thread. The task is looked up
+            # in the importable module so that it is pickled by reference,
+            # also under ``python -m sklearn_ext``.
             task = importlib.import_module("sklearn_ext.__main__")._demo_task
             results = Parallel(
                 n_jobs=jobs, return_as="generator_unordered", batch_size=1
@@ -362,7 +483,7 @@ def cmd_demo(args):
                 progress.started(name)
             queue = queue[jobs:]
         for name, result, error in results:
-            if jobs > 1 and queue:  # the freed worker takes the next in order
+            if queue:  # the freed worker takes the next in order
                 progress.started(queue.pop(0))
             progress.finished(name, table.row(name, result, error))
             verdicts[name] = error.split(":")[0] if error else result["better"]
