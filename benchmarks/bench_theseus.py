@@ -61,21 +61,12 @@ from sklearn_ext.unlearning import UnlearnableMLPClassifier
 FINE_TUNE_EPOCHS = 100
 FLIP_SHARE = 0.3
 ALPHAS = (0.5, 1.0, 1.5, 2.0, 3.0)
+# The methods and baselines of part 5, with the MLPs' least-squares ridge.
 METHODS = {
-    "Theseus (Procrustes)": {"align": "procrustes"},
-    "Theseus, whiten 0.5": {"align": "procrustes", "whiten": 0.5},
+    **_theseus_graphs.METHODS,
     "least squares (no orthogonality)": {"align": "lstsq", "ridge": 0.1},
-    _theseus_graphs.FUNCTIONAL: {"align": "functional", "ridge": 0.1},
-    "Hungarian matching": {"align": "hungarian"},
-    "truncate / zero-pad": {"align": "truncate"},
-    "random semi-orthogonal": {"align": "random"},
 }
-BASELINES = [
-    "least squares (no orthogonality)",
-    "Hungarian matching",
-    "truncate / zero-pad",
-    "random semi-orthogonal",
-]
+BASELINES = _theseus_graphs.BASELINES
 COLUMNS = ["part", "setting", "method", "shifted acc", "gap closed", "clean acc"]
 
 

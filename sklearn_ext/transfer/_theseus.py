@@ -535,8 +535,8 @@ class TaskVectorTransporter(BaseEstimator):
 
     def _transport_graph(self, tv):
         """Every parameter of a traced source moved through its spaces' maps
-        (its layers' weights and biases fitted by least squares for
-        ``align="lstsq"``)."""
+        (its layers' weights and biases then refit by least squares for
+        ``align="lstsq"`` and ``"functional"``)."""
         out = {
             name: np.zeros(self._target.shapes[name]) for name in self._fresh
         }  # parameters of a block only the target has: not moved, zero update
